@@ -1,0 +1,212 @@
+"""Package tests for contrastive_nb.data: Shapes, digits, tickets, the CIFAR-10/STL-10 loaders."""
+import math, pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+from torch.utils.data import DataLoader
+
+from contrastive_nb.data import (COLOURS, SHAPE_NAMES, TICKET_COLUMNS, DatasetNotFoundError, ImageDataset,
+                                 as_float_images, inside_shape, load_cifar10, load_digits, load_stl10, load_tickets,
+                                 make_shapes, split_tickets, write_cifar10_fixture, write_stl10_fixture)
+
+@pytest.fixture(scope='module')
+def shapes(): return make_shapes(600, size=32, seed=7)
+
+# --- Shapes -----------------------------------------------------------------------------------------------------
+
+def test_shapes_deterministic_per_seed():
+    a, b, c = make_shapes(50, seed=3), make_shapes(50, seed=3), make_shapes(50, seed=4)
+    assert torch.equal(a.images, b.images) and torch.equal(a.masks, b.masks) and a.factors.equals(b.factors)
+    assert not torch.equal(a.images, c.images)
+
+def test_shapes_result_does_not_depend_on_chunking():
+    assert torch.equal(make_shapes(70, seed=1, chunk=16).images, make_shapes(70, seed=1, chunk=512).images)
+
+def test_shapes_dtypes_and_ranges(shapes):
+    assert shapes.images.shape == (600, 3, 32, 32) and shapes.images.dtype == torch.float32
+    assert 0 <= shapes.images.min() and shapes.images.max() <= 1
+    assert shapes.masks.shape == (600, 32, 32) and 0 <= shapes.masks.min() and shapes.masks.max() <= 1
+    assert shapes.labels.dtype == torch.long and shapes.labels.min() >= 0 and shapes.labels.max() < len(SHAPE_NAMES)
+    assert shapes.classes == list(SHAPE_NAMES)
+    f = shapes.factors
+    assert list(f.columns) == ['shape', 'shape_name', 'colour', 'colour_name', 'x', 'y', 'scale', 'rotation', 'background']
+    assert f.scale.between(0.20, 0.34).all() and f.rotation.between(0, 2 * math.pi).all()
+    assert f.background.between(0, 0.35).all()
+    assert ((f.x - f.scale) >= 0).all() and ((f.x + f.scale) <= 1).all() and ((f.y - f.scale) >= 0).all()
+
+def test_shape_labels_match_factor_table(shapes):
+    f = shapes.factors
+    assert (f['shape'].values == shapes.labels.numpy()).all()
+    assert (f.shape_name.values == np.array(SHAPE_NAMES)[f['shape'].values]).all()
+    assert (f.colour_name.values == np.array(list(COLOURS))[f.colour.values]).all()
+
+def test_mask_lies_within_the_recorded_disc(shapes):
+    "Every covered pixel is within the object's radius (plus one pixel) of its recorded centre."
+    n, h, w = shapes.masks.shape
+    ys, xs = torch.meshgrid((torch.arange(h) + 0.5) / h, (torch.arange(w) + 0.5) / w, indexing='ij')
+    f = shapes.factors
+    x, y, s = (torch.tensor(f[c].values, dtype=torch.float32)[:, None, None] for c in ('x', 'y', 'scale'))
+    dist = torch.sqrt((xs - x) ** 2 + (ys - y) ** 2)
+    assert (shapes.masks[dist > s + 1.5 / h] == 0).all()
+    assert (shapes.masks.sum((1, 2)) > 10).all()  # every object is visible
+
+def test_object_and_background_pixels_carry_their_factors(shapes):
+    inside, outside = shapes.masks > 0.999, shapes.masks < 0.001
+    rgb = torch.tensor(list(COLOURS.values()))[torch.tensor(shapes.factors.colour.values)]
+    obj = (shapes.images * inside[:, None]).sum((2, 3)) / inside.sum((1, 2))[:, None]
+    bg = (shapes.images * outside[:, None]).sum((2, 3)) / outside.sum((1, 2))[:, None]
+    assert (obj - rgb).abs().max() < 0.02
+    # clamping the noise at 0 lifts the mean of a black background by at most noise·φ(0) ≈ 0.012
+    assert (bg - torch.tensor(shapes.factors.background.values, dtype=torch.float32)[:, None]).abs().max() < 0.02
+
+def test_factors_are_resolution_independent():
+    small, large = make_shapes(12, size=16, seed=5), make_shapes(12, size=64, seed=5)
+    assert small.factors.equals(large.factors)
+    down = torch.nn.functional.avg_pool2d(large.masks[:, None], 4)[:, 0]
+    assert (down - small.masks).abs().mean() < 0.02
+
+@pytest.mark.parametrize('name', SHAPE_NAMES)
+def test_each_silhouette_fits_the_unit_disc(name):
+    g = torch.linspace(-1.2, 1.2, 481)
+    u, v = torch.meshgrid(g, g, indexing='xy')
+    hit = inside_shape(name, u, v)
+    assert not (hit & (u ** 2 + v ** 2 > 1)).any() and hit.float().mean() > 0.05
+
+def test_silhouettes_are_distinct():
+    g = torch.linspace(-1, 1, 201)
+    u, v = torch.meshgrid(g, g, indexing='xy')
+    masks = torch.stack([inside_shape(n, u, v) for n in SHAPE_NAMES]).float().flatten(1)
+    iou = (masks @ masks.T) / (masks.sum(1)[:, None] + masks.sum(1)[None] - masks @ masks.T)
+    assert (iou - torch.eye(len(SHAPE_NAMES))).max() < 0.9
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(n=0), 'n must be at least 1'), (dict(size=4), 'size must be at least 8'),
+    (dict(scale_range=(0.3, 0.6)), 'scale_range'), (dict(scale_range=(0.3, 0.2)), 'scale_range')])
+def test_make_shapes_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message): make_shapes(**{'n': 4, **kwargs})
+
+def test_unknown_silhouette_is_named():
+    with pytest.raises(ValueError, match="unknown shape 'blob'"): inside_shape('blob', torch.zeros(1), torch.zeros(1))
+
+# --- the common interface ---------------------------------------------------------------------------------------
+
+def test_image_dataset_items_and_loader(shapes):
+    x, y = shapes[3]
+    assert x.shape == (3, 32, 32) and x.dtype == torch.float32 and int(y) == int(shapes.labels[3])
+    xb, yb = next(iter(DataLoader(shapes, batch_size=16)))
+    assert xb.shape == (16, 3, 32, 32) and yb.dtype == torch.long
+
+def test_subset_keeps_factors_and_masks_aligned(shapes):
+    sub = shapes.subset([5, 1, 9])
+    assert torch.equal(sub.images, shapes.images[[5, 1, 9]]) and torch.equal(sub.masks, shapes.masks[[5, 1, 9]])
+    assert sub.factors.x.tolist() == shapes.factors.x.iloc[[5, 1, 9]].tolist() and list(sub.factors.index) == [0, 1, 2]
+
+def test_uint8_images_become_floats_in_unit_range():
+    raw = torch.tensor([[[[0, 255], [128, 1]]]], dtype=torch.uint8)
+    assert torch.allclose(as_float_images(raw), raw.float() / 255)
+    x, _ = ImageDataset(raw, torch.tensor([0]), ['a'])[0]
+    assert x.dtype == torch.float32 and x.max() == 1
+
+@pytest.mark.parametrize('images, labels, error', [
+    (torch.rand(4, 8, 8), torch.arange(4), ValueError), (torch.rand(4, 1, 8, 8), torch.arange(3), ValueError),
+    (torch.zeros(4, 1, 8, 8, dtype=torch.int32), torch.arange(4), TypeError)])
+def test_image_dataset_rejects_inconsistent_inputs(images, labels, error):
+    with pytest.raises(error): ImageDataset(images, labels, list('abcd'))
+
+def test_digits():
+    d = load_digits()
+    assert d.images.shape == (1797, 1, 8, 8) and d.images.min() == 0 and d.images.max() == 1
+    assert sorted(d.labels.unique().tolist()) == list(range(10))
+
+# --- support tickets --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def tickets(): return load_tickets()
+
+def test_tickets_file_meets_its_datasheet(tickets):
+    assert list(tickets.columns) == list(TICKET_COLUMNS)
+    assert len(tickets) >= 300 and tickets.intent.nunique() >= 15
+    assert tickets.ticket_id.is_unique and not tickets.text.duplicated().any() and (tickets.text.str.len() > 0).all()
+    per_problem = tickets.groupby('problem_id').agg(n=('text', 'size'), intents=('intent', 'nunique'))
+    assert (per_problem.n >= 3).all() and (per_problem.intents == 1).all()
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), test_frac=st.floats(0.05, 0.95))
+def test_ticket_split_never_leaks_a_problem(tickets, seed, test_frac):
+    train, test = split_tickets(tickets, test_frac=test_frac, seed=seed)
+    assert not set(train.problem_id) & set(test.problem_id)
+    assert len(train) + len(test) == len(tickets) and set(train.ticket_id) | set(test.ticket_id) == set(tickets.ticket_id)
+    multi = tickets.groupby('intent').problem_id.nunique().loc[lambda s: s >= 2].index
+    assert set(multi) <= set(train.intent) and set(multi) <= set(test.intent)
+
+def test_ticket_split_is_deterministic_and_sized(tickets):
+    a, b = split_tickets(tickets, seed=1), split_tickets(tickets, seed=1)
+    assert a[1].equals(b[1]) and not a[1].equals(split_tickets(tickets, seed=2)[1])
+    assert 0.15 < a[1].problem_id.nunique() / tickets.problem_id.nunique() < 0.35
+
+def test_ticket_split_rejects_bad_fraction(tickets):
+    with pytest.raises(ValueError, match='test_frac'): split_tickets(tickets, test_frac=0)
+
+def test_load_tickets_names_missing_columns(tmp_path):
+    bad = tmp_path / 'bad.csv'
+    pd.DataFrame({'text': ['hi']}).to_csv(bad, index=False)
+    with pytest.raises(ValueError, match='lacks the columns'): load_tickets(bad)
+
+# --- CIFAR-10 / STL-10 ------------------------------------------------------------------------------------------
+
+def test_cifar10_reads_the_pickle_format(tmp_path):
+    folder = write_cifar10_fixture(tmp_path, per_batch=3, seed=1)
+    train, test = load_cifar10(tmp_path), load_cifar10(tmp_path, train=False)
+    assert train.images.shape == (15, 3, 32, 32) and train.images.dtype == torch.uint8 and len(test) == 3
+    with open(folder / 'data_batch_2', 'rb') as f: batch = pickle.load(f, encoding='latin1')
+    row = batch['data'][0]  # 1024 red values, then green, then blue, each row-major
+    img = train.images[3]
+    assert img[0, 0, 0] == row[0] and img[0, 1, 0] == row[32] and img[1, 0, 0] == row[1024] and img[2, 31, 31] == row[3071]
+    assert train.labels[3] == batch['labels'][0] and train.classes[0] == 'airplane'
+    x, _ = train[0]
+    assert x.dtype == torch.float32 and 0 <= x.min() and x.max() <= 1
+
+def test_cifar10_reads_bytes_keys_as_the_python2_originals_have(tmp_path):
+    folder = write_cifar10_fixture(tmp_path, per_batch=2)
+    for name in ['data_batch_1', 'test_batch']:
+        with open(folder / name, 'rb') as f: d = pickle.load(f)
+        with open(folder / name, 'wb') as f: pickle.dump({k.encode(): v for k, v in d.items()}, f)
+    assert len(load_cifar10(tmp_path, train=False)) == 2
+
+def test_stl10_reads_the_column_major_binaries(tmp_path):
+    folder = write_stl10_fixture(tmp_path, n=3, seed=2)
+    train = load_stl10(tmp_path)
+    raw = np.fromfile(folder / 'train_X.bin', dtype=np.uint8).reshape(3, 3, 96, 96)  # (N, C, W, H) on disk
+    assert torch.equal(train.images, torch.from_numpy(raw.transpose(0, 1, 3, 2).copy()))
+    labels = np.fromfile(folder / 'train_y.bin', dtype=np.uint8)
+    assert train.labels.tolist() == (labels.astype(int) - 1).tolist() and train.classes[2] == 'car'
+    unlabeled = load_stl10(tmp_path, split='unlabeled')
+    assert len(unlabeled) == 3 and (unlabeled.labels == -1).all()
+
+@pytest.mark.parametrize('loader, folder', [(load_cifar10, 'cifar-10-batches-py'), (load_stl10, 'stl10_binary')])
+def test_missing_benchmark_explains_how_to_get_it(tmp_path, loader, folder):
+    with pytest.raises(DatasetNotFoundError) as e: loader(tmp_path)
+    message = str(e.value)
+    assert str(tmp_path / folder) in message and 'download=True' in message and 'https://' in message
+    assert isinstance(e.value, FileNotFoundError)
+
+def test_default_root_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv('CONTRASTIVE_NB_DATA', str(tmp_path))
+    with pytest.raises(DatasetNotFoundError, match=str(tmp_path)): load_cifar10()
+
+def test_incomplete_cifar_names_the_missing_batch(tmp_path):
+    folder = write_cifar10_fixture(tmp_path)
+    (folder / 'data_batch_4').unlink()
+    with pytest.raises(DatasetNotFoundError, match='data_batch_4'): load_cifar10(tmp_path)
+
+def test_failed_download_is_explained(tmp_path, monkeypatch):
+    import torchvision.datasets
+    def offline(*args, **kwargs): raise OSError('network is unreachable')
+    monkeypatch.setattr(torchvision.datasets, 'CIFAR10', offline)
+    with pytest.raises(DatasetNotFoundError, match='network is unreachable'): load_cifar10(tmp_path, download=True)
+
+def test_stl10_rejects_unknown_split(tmp_path):
+    with pytest.raises(ValueError, match="split must be"): load_stl10(tmp_path, split='validation')
