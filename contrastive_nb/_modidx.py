@@ -35,4 +35,8 @@ d = { 'settings': { 'branch': 'main',
                                      'contrastive_nb.data.write_cifar10_fixture': ( 'data.html#write_cifar10_fixture',
                                                                                     'contrastive_nb/data.py'),
                                      'contrastive_nb.data.write_stl10_fixture': ( 'data.html#write_stl10_fixture',
-                                                                                  'contrastive_nb/data.py')}}}
+                                                                                  'contrastive_nb/data.py')},
+            'contrastive_nb.selfcheck': { 'contrastive_nb.selfcheck._copy': ('selfcheck.html#_copy', 'contrastive_nb/selfcheck.py'),
+                                          'contrastive_nb.selfcheck.check': ('selfcheck.html#check', 'contrastive_nb/selfcheck.py'),
+                                          'contrastive_nb.selfcheck.compare': ('selfcheck.html#compare', 'contrastive_nb/selfcheck.py'),
+                                          'contrastive_nb.selfcheck.describe': ('selfcheck.html#describe', 'contrastive_nb/selfcheck.py')}}}
