@@ -35,12 +35,12 @@ def stage(proc: Path) -> dict[str, str]:
     return renames
 
 def relink(renames: dict[str, str]) -> None:
-    "Point the sidebar at the renamed pages, make links to the published site relative, send output to SITE."
+    "Point the navigation at the renamed pages, make links to the published site relative, send output to SITE."
     doc_url = get_config().doc_url.rstrip('/') + '/'
-    sidebar = STAGE / 'sidebar.yml'
-    text = sidebar.read_text()
-    for old, new in renames.items(): text = re.sub(rf'\b{re.escape(old)}\b', new, text)
-    sidebar.write_text(text)
+    for nav in (STAGE / 'sidebar.yml', STAGE / '_quarto.yml'):
+        text = nav.read_text()
+        for old, new in renames.items(): text = re.sub(rf'(?<![\w.]){re.escape(old)}\b', new, text)
+        nav.write_text(text)
     for nb in STAGE.glob('*.ipynb'): nb.write_text(nb.read_text().replace(doc_url, ''))
     nbdev_yml = STAGE / 'nbdev.yml'
     meta = yaml.safe_load(nbdev_yml.read_text())
