@@ -1,0 +1,327 @@
+"""Package tests for contrastive_nb.evaluate: embed, weighted kNN, linear probe, retrieval metrics."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from contrastive_nb.evaluate import embed, knn_accuracy, knn_predict, linear_probe, rank_of_positive, retrieval_metrics
+
+def gen(seed: int) -> torch.Generator: return torch.Generator().manual_seed(seed)
+
+# --- embed ---------------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def net():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    model.train()(torch.rand(16, 3, 8, 8))  # running statistics that differ from the batch statistics
+    return model
+
+@pytest.mark.parametrize('batch_size', [1, 3, 10, 512])
+def test_embed_matches_a_direct_forward_pass_in_eval_mode(net, batch_size):
+    images = torch.rand(10, 3, 8, 8, generator=gen(1))
+    with torch.no_grad(): direct = net.eval()(images)
+    net.train()
+    features = embed(net, images, batch_size=batch_size)
+    assert features.shape == (10, 4) and features.dtype == torch.float32 and features.device.type == 'cpu'
+    assert not features.requires_grad
+    torch.testing.assert_close(features, direct)
+
+def test_embed_restores_every_module_mode(net):
+    images = torch.rand(5, 3, 8, 8)
+    net.train(); embed(net, images)
+    assert all(m.training for m in net.modules())
+    net.eval(); embed(net, images)
+    assert not any(m.training for m in net.modules())
+    net.train(); net[1].eval(); embed(net, images)  # a frozen BatchNorm inside a training model
+    assert [m.training for m in net] == [True, False, True, True, True] and net.training
+
+def test_embed_restores_mode_when_the_model_raises(net):
+    net.train()
+    with pytest.raises(RuntimeError): embed(net, torch.rand(4, 5, 8, 8))
+    assert all(m.training for m in net.modules())
+
+def test_embed_does_not_build_a_graph(net):
+    seen = []
+    net.register_forward_hook(lambda m, i, o: seen.append((torch.is_grad_enabled(), m.training)))
+    embed(net, torch.rand(4, 3, 8, 8), batch_size=2)
+    assert seen == [(False, False), (False, False)]
+
+def test_embed_scales_uint8_and_flattens(net):
+    u8 = torch.randint(0, 256, (6, 3, 8, 8), dtype=torch.uint8, generator=gen(2))
+    with torch.no_grad(): direct = net.eval()(u8.float() / 255)
+    torch.testing.assert_close(embed(net, u8, batch_size=4), direct)
+    pixels = torch.rand(6, 3, 4, 4)
+    assert torch.equal(embed(nn.Flatten(), pixels), pixels.flatten(1))
+    assert embed(nn.Identity(), pixels).shape == (6, 48)  # feature maps are flattened
+
+def test_embed_casts_floating_inputs_to_the_model_dtype():
+    model = nn.Linear(4, 2).double()
+    out = embed(model, torch.rand(3, 4))
+    assert out.dtype == torch.float32 and out.shape == (3, 2)
+
+def test_embed_bad_inputs(net):
+    images = torch.rand(4, 3, 8, 8)
+    with pytest.raises(ValueError, match='at least one input'): embed(net, images[:0])
+    with pytest.raises(ValueError, match='batch_size'): embed(net, images, batch_size=0)
+    with pytest.raises(ValueError, match='must return a'): embed(nn.Flatten(0), images)
+    with pytest.raises(TypeError, match='torch.Tensor'): embed(net, images.numpy())
+
+# --- knn_predict ---------------------------------------------------------------------------------------------------
+
+def knn_by_hand(train_x, train_y, query_x, k, tau, num_classes, exclude_self=False):
+    "The definition: sort by cosine, add exp(s / tau) to each of the k nearest's class; ties to the smaller class."
+    preds = []
+    for i, q in enumerate(query_x):
+        sims = []
+        for j, (x, y) in enumerate(zip(train_x, train_y)):
+            if exclude_self and i == j: continue
+            cos = float(q @ x) / math.sqrt(float(q @ q) * float(x @ x))
+            sims.append((cos, int(y)))
+        totals = [0.0] * num_classes
+        for s, y in sorted(sims, reverse=True)[:k]: totals[y] += math.exp(s / tau)
+        preds.append(max(range(num_classes), key=lambda c: (totals[c], -c)))
+    return torch.tensor(preds)
+
+@pytest.fixture(scope='module')
+def data():
+    g = gen(0)
+    return (torch.randn(60, 6, generator=g, dtype=torch.float64), torch.randint(5, (60,), generator=g),
+            torch.randn(17, 6, generator=g, dtype=torch.float64))
+
+@pytest.mark.parametrize('k,tau', [(1, 0.07), (3, 0.07), (10, 0.5), (25, 0.1), (59, 1.0), (500, 0.2)])
+def test_knn_matches_brute_force(data, k, tau):
+    tx, ty, qx = data
+    assert torch.equal(knn_predict(tx, ty, qx, k, tau), knn_by_hand(tx, ty, qx, k, tau, 5))
+
+@pytest.mark.parametrize('k,tau', [(1, 0.07), (4, 0.07), (30, 0.3)])
+def test_knn_exclude_self_matches_brute_force(data, k, tau):
+    tx, ty, _ = data
+    assert torch.equal(knn_predict(tx, ty, tx, k, tau, exclude_self=True), knn_by_hand(tx, ty, tx, k, tau, 5, True))
+
+def test_knn_k1_is_the_nearest_neighbour(data):
+    tx, ty, qx = data
+    cos = (qx / qx.norm(dim=1, keepdim=True)) @ (tx / tx.norm(dim=1, keepdim=True)).T
+    assert torch.equal(knn_predict(tx, ty, qx, k=1), ty[cos.argmax(1)])
+
+def test_knn_exclude_self_removes_the_self_vote(data):
+    tx, ty, _ = data
+    assert torch.equal(knn_predict(tx, ty, tx, k=1), ty)  # every point is its own nearest neighbour
+    cos = (tx / tx.norm(dim=1, keepdim=True)) @ (tx / tx.norm(dim=1, keepdim=True)).T
+    assert torch.equal(knn_predict(tx, ty, tx, k=1, exclude_self=True), ty[cos.fill_diagonal_(-2).argmax(1)])
+
+def test_knn_exclude_self_with_duplicate_points():
+    "A duplicate of a point is a different training point and still votes; only the point itself is excluded."
+    x = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    y = torch.tensor([0, 1, 1])
+    assert knn_predict(x, y, x, k=1, exclude_self=True).tolist()[:2] == [1, 0]
+
+@pytest.mark.parametrize('chunk_size', [1, 2, 5, 16, 17, 10_000])
+def test_knn_chunking_does_not_change_results(data, chunk_size):
+    tx, ty, qx = data
+    assert torch.equal(knn_predict(tx, ty, qx, 7, chunk_size=chunk_size), knn_predict(tx, ty, qx, 7))
+    assert torch.equal(knn_predict(tx, ty, tx, 7, exclude_self=True, chunk_size=chunk_size),
+                       knn_predict(tx, ty, tx, 7, exclude_self=True))
+
+def test_knn_k_is_clamped(data):
+    tx, ty, qx = data
+    assert torch.equal(knn_predict(tx, ty, qx, k=10_000), knn_predict(tx, ty, qx, k=60))
+    assert torch.equal(knn_predict(tx[:2], ty[:2], tx[:2], k=10, exclude_self=True), ty[[1, 0]])
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
+def test_knn_small_temperature_does_not_overflow(data, dtype):
+    "exp(1 / 1e-4) overflows even float64; the vote, divided by its largest weight, is the nearest neighbour's class."
+    tx, ty, qx = data
+    cos = (qx / qx.norm(dim=1, keepdim=True)) @ (tx / tx.norm(dim=1, keepdim=True)).T
+    assert torch.equal(knn_predict(tx.to(dtype), ty, qx.to(dtype), k=20, temperature=1e-4), ty[cos.argmax(1)])
+
+def test_knn_is_scale_invariant_and_dtype_mixing(data):
+    tx, ty, qx = data
+    expected = knn_predict(tx, ty, qx, k=9)
+    assert torch.equal(knn_predict(1e3 * tx, ty, 1e-3 * qx, k=9), expected)
+    assert torch.equal(knn_predict(tx.float(), ty, qx, k=9), expected)
+
+def test_knn_num_classes_and_ties():
+    x = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    assert knn_predict(x, torch.tensor([3, 1]), x[:1], k=2).item() == 1  # equal votes: the smaller class
+    assert knn_predict(x, torch.tensor([0, 0]), x[:1], num_classes=4).item() == 0
+
+def test_knn_accuracy(data):
+    tx, ty, qx = data
+    pred = knn_predict(tx, ty, qx, k=5)
+    assert knn_accuracy(tx, ty, qx, pred, k=5) == 1.0
+    assert knn_accuracy(tx, ty, qx, (pred + 1) % 5, k=5) == 0.0
+    half = pred.clone(); half[:8] = (half[:8] + 1) % 5
+    assert knn_accuracy(tx, ty, qx, half, k=5) == pytest.approx(9 / 17)
+    assert isinstance(knn_accuracy(tx, ty, qx, pred), float)
+
+@pytest.mark.parametrize('call,error,match', [
+    (lambda tx, ty, qx: knn_predict(tx, ty[:10], qx), ValueError, r'train_labels must have shape \(60,\)'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, k=0), ValueError, 'k must be a positive integer'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, k=2.5), ValueError, 'k must be a positive integer'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=0), ValueError, 'temperature must be positive'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=-0.1), ValueError, 'temperature must be positive'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=float('nan')), ValueError, 'temperature must be positive'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx[0]), ValueError, r'query_features must be a \(N, D\) matrix'),
+    (lambda tx, ty, qx: knn_predict(tx[None], ty, qx), ValueError, r'train_features must be a \(N, D\) matrix'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx[:, :3]), ValueError, 'same number of features'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, exclude_self=True), ValueError, 'exclude_self=True means'),
+    (lambda tx, ty, qx: knn_predict(tx[:1], ty[:1], tx[:1], exclude_self=True), ValueError, 'at least two'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, num_classes=4), ValueError, 'num_classes is 4'),
+    (lambda tx, ty, qx: knn_predict(tx, ty - 1, qx), ValueError, 'non-negative'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, chunk_size=0), ValueError, 'chunk_size'),
+    (lambda tx, ty, qx: knn_predict(tx, ty.double(), qx), TypeError, 'integer class indices'),
+    (lambda tx, ty, qx: knn_predict(tx.long(), ty, qx), TypeError, 'floating point'),
+    (lambda tx, ty, qx: knn_predict(tx.numpy(), ty, qx), TypeError, 'torch.Tensor'),
+    (lambda tx, ty, qx: knn_accuracy(tx, ty, qx, ty), ValueError, r'query_labels must have shape \(17,\)'),
+    (lambda tx, ty, qx: knn_predict(torch.cat([tx, torch.zeros(1, 6, dtype=tx.dtype)]), torch.cat([ty, ty[:1]]), qx),
+     ValueError, 'train_features: .*zero vector'),
+])
+def test_knn_bad_inputs(data, call, error, match):
+    with pytest.raises(error, match=match): call(*data)
+
+# --- linear_probe --------------------------------------------------------------------------------------------------
+
+def separable(n: int, seed: int, d: int = 20, classes: int = 3, margin: float = 1.0):
+    "Classes are the argmax of a fixed linear map (with a margin); feature scales span a factor of 1000."
+    w = torch.randn(d, classes, generator=gen(99))
+    x = torch.randn(4 * n, d, generator=gen(seed))
+    top2 = (x @ w).topk(2, dim=1).values
+    x = x[top2[:, 0] - top2[:, 1] > margin][:n]
+    assert len(x) == n
+    return x * torch.logspace(-1.5, 1.5, d), (x @ w).argmax(1)
+
+@pytest.fixture(scope='module')
+def probe_data(): return (*separable(600, 0), *separable(300, 1))
+
+def test_linear_probe_separates_separable_data(probe_data):
+    assert linear_probe(*probe_data) >= 0.99
+
+def test_linear_probe_is_deterministic(probe_data):
+    torch.manual_seed(1); a = linear_probe(*probe_data, epochs=10)
+    torch.manual_seed(2); b = linear_probe(*probe_data, epochs=10)
+    state = torch.random.get_rng_state()
+    with torch.no_grad(): c = linear_probe(*probe_data, epochs=10)
+    assert a == b == c
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global random state is not touched
+
+def test_linear_probe_seed_changes_only_the_batch_order(probe_data):
+    a, b = linear_probe(*probe_data, epochs=3, seed=0), linear_probe(*probe_data, epochs=3, seed=1)
+    assert 0.8 < a <= 1 and 0.8 < b <= 1
+    tx, ty, vx, vy = probe_data  # a single full batch has no order: every seed gives the same probe
+    assert linear_probe(tx, ty, vx, vy, epochs=3, batch_size=600, seed=0) == linear_probe(tx, ty, vx, vy, epochs=3, batch_size=600, seed=5)
+
+def test_linear_probe_uses_train_statistics_only(probe_data):
+    "Shifting and scaling the features (train and test alike) changes nothing: the probe sees standardised features."
+    tx, ty, vx, vy = probe_data
+    shift, scale = torch.randn(tx.shape[1], generator=gen(3)), torch.rand(tx.shape[1], generator=gen(4)) + 0.5
+    a = linear_probe(tx, ty, vx, vy, epochs=5)
+    b = linear_probe(tx * scale + shift, ty, vx * scale + shift, vy, epochs=5)
+    assert abs(a - b) < 0.01
+
+def test_linear_probe_constant_feature_and_random_labels(probe_data):
+    tx, ty, vx, vy = probe_data
+    with_const = linear_probe(torch.cat([tx, torch.ones(len(tx), 1)], 1), ty, torch.cat([vx, torch.ones(len(vx), 1)], 1), vy, epochs=5)
+    assert math.isfinite(with_const) and with_const > 0.8
+    noise = linear_probe(tx, torch.randint(3, (600,), generator=gen(5)), vx, torch.randint(3, (300,), generator=gen(6)), epochs=5)
+    assert noise < 0.5
+
+def test_linear_probe_test_labels_beyond_train_classes():
+    x, y = torch.randn(30, 4, generator=gen(7)), torch.zeros(30, dtype=torch.long)
+    assert linear_probe(x, y, x[:5], torch.full((5,), 2), epochs=2) == 0.0
+
+@pytest.mark.parametrize('kwargs,error,match', [
+    (dict(train_labels=torch.zeros(10, dtype=torch.long)), ValueError, r'train_labels must have shape \(600,\)'),
+    (dict(test_labels=torch.zeros(10, dtype=torch.long)), ValueError, r'test_labels must have shape \(300,\)'),
+    (dict(test_features=torch.randn(300, 5)), ValueError, 'same number of features'),
+    (dict(train_features=torch.randn(600)), ValueError, r'\(N, D\) matrix'),
+    (dict(epochs=0), ValueError, 'epochs'), (dict(lr=0.0), ValueError, 'lr must be positive'),
+    (dict(weight_decay=-1.0), ValueError, 'weight_decay'), (dict(batch_size=0), ValueError, 'batch_size'),
+    (dict(train_labels=torch.zeros(600)), TypeError, 'integer class indices'),
+])
+def test_linear_probe_bad_inputs(probe_data, kwargs, error, match):
+    args = dict(zip(('train_features', 'train_labels', 'test_features', 'test_labels'), probe_data)) | kwargs
+    with pytest.raises(error, match=match): linear_probe(**args)
+
+# --- retrieval -----------------------------------------------------------------------------------------------------
+
+def test_retrieval_hand_computed_example():
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    k = torch.tensor([[1.0, 0.0], [1.0, 0.2], [0.1, 1.0], [1.0, 1.0]])
+    # cosines of query 1 with keys: 0, 0.196, 0.995, 0.707 -> its positive (key 1) ranks 3rd
+    pos = torch.tensor([0, 1, 3])
+    m = retrieval_metrics(q, k, pos)
+    assert m == {'top1': 2 / 3, 'top5': 1.0, 'mean_rank': pytest.approx(5 / 3)}
+    # by default key i is query i's positive: query 2's key 2 (cosine 0.774) is beaten by keys 1 and 3
+    assert retrieval_metrics(q, k) == {'top1': 1 / 3, 'top5': 1.0, 'mean_rank': pytest.approx((1 + 3 + 3) / 3)}
+
+def test_retrieval_ties_are_pessimistic():
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    k = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]])  # key 2 ties query 0's positive exactly
+    assert rank_of_positive(q @ k.T / k.norm(dim=1), torch.tensor([0, 1])).tolist() == [2, 1]
+    assert retrieval_metrics(q, k)['mean_rank'] == 1.5
+    assert retrieval_metrics(torch.ones(3, 4), torch.ones(5, 4)) == {'top1': 0.0, 'top5': 1.0, 'mean_rank': 5.0}
+
+def brute_force_ranks(queries, keys, positive):
+    "Sort every key by cosine (float64) and find the positive's 1-based position."
+    qn, kn = queries / queries.norm(dim=1, keepdim=True), keys / keys.norm(dim=1, keepdim=True)
+    ranks = []
+    for i, p in enumerate(positive):
+        order = sorted(range(len(keys)), key=lambda j: -float(qn[i] @ kn[j]))
+        ranks.append(order.index(int(p)) + 1)
+    return torch.tensor(ranks, dtype=torch.float64)
+
+@pytest.mark.parametrize('seed,chunk_size', [(0, 1024), (1, 1), (2, 7)])
+def test_retrieval_matches_brute_force(seed, chunk_size):
+    g = gen(seed)
+    q, k = torch.randn(40, 5, generator=g, dtype=torch.float64), torch.randn(55, 5, generator=g, dtype=torch.float64)
+    pos = torch.randint(55, (40,), generator=g)
+    ranks = brute_force_ranks(q, k, pos)
+    m = retrieval_metrics(q, k, pos, chunk_size=chunk_size)
+    assert m['top1'] == pytest.approx((ranks == 1).double().mean().item())
+    assert m['top5'] == pytest.approx((ranks <= 5).double().mean().item())
+    assert m['mean_rank'] == pytest.approx(ranks.mean().item())
+    diag = brute_force_ranks(q, k, torch.arange(40))
+    assert retrieval_metrics(q, k)['mean_rank'] == pytest.approx(diag.mean().item())
+
+def test_retrieval_identity_and_random_baseline():
+    x = torch.randn(200, 16, generator=gen(3))
+    assert retrieval_metrics(x, x) == {'top1': 1.0, 'top5': 1.0, 'mean_rank': 1.0}
+    m = retrieval_metrics(x, torch.randn(200, 16, generator=gen(4)))
+    assert 70 < m['mean_rank'] < 130  # random keys: about (K + 1) / 2
+
+def test_rank_of_positive_refuses_nan():
+    with pytest.raises(ValueError, match='NaN'): rank_of_positive(torch.tensor([[float('nan'), 1.0]]), torch.tensor([0]))
+
+@pytest.mark.parametrize('call,match', [
+    (lambda q, k, p: retrieval_metrics(q, k[:10]), 'only 10 keys'),
+    (lambda q, k, p: retrieval_metrics(q, k, p[:5]), r'positive must have shape \(20,\)'),
+    (lambda q, k, p: retrieval_metrics(q, k, p + 30), 'only 30 keys'),
+    (lambda q, k, p: retrieval_metrics(q, k, p - 50), 'non-negative'),
+    (lambda q, k, p: retrieval_metrics(q, k[:, :2], p), 'same number of features'),
+    (lambda q, k, p: retrieval_metrics(q[0], k, p), r'\(N, D\) matrix'),
+    (lambda q, k, p: retrieval_metrics(q, torch.zeros(30, 4), p), 'keys: .*zero vector'),
+    (lambda q, k, p: retrieval_metrics(q, k, p, chunk_size=0), 'chunk_size'),
+])
+def test_retrieval_bad_inputs(call, match):
+    g = gen(5)
+    q, k, p = torch.randn(20, 4, generator=g), torch.randn(30, 4, generator=g), torch.randint(30, (20,), generator=g)
+    with pytest.raises(ValueError, match=match): call(q, k, p)
+
+# --- on a GPU ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
+def test_cuda_agrees_with_cpu(data, probe_data):
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 4))
+    images = torch.rand(10, 3, 8, 8, generator=gen(8))
+    on_cpu = embed(model, images, batch_size=3)
+    on_gpu = embed(model.cuda(), images, batch_size=3)  # batches follow the model; features come back to the CPU
+    assert on_gpu.device.type == 'cpu'
+    torch.testing.assert_close(on_gpu, on_cpu, atol=1e-3, rtol=1e-3)
+    tx, ty, qx = data
+    assert torch.equal(knn_predict(tx.cuda(), ty.cuda(), qx.cuda(), 7, chunk_size=5).cpu(), knn_predict(tx, ty, qx, 7))
+    assert torch.equal(knn_predict(tx.cuda(), ty, tx.cuda(), 7, exclude_self=True).cpu(), knn_predict(tx, ty, tx, 7, exclude_self=True))
+    assert linear_probe(*(t.cuda() for t in probe_data)) >= 0.99
+    q, k = tx[:20], tx[20:50]
+    assert retrieval_metrics(q.cuda(), k.cuda(), chunk_size=7) == pytest.approx(retrieval_metrics(q, k))

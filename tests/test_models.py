@@ -1,0 +1,140 @@
+"""Package tests for contrastive_nb.models: SmallCNN, ProjectionHead, resnet18_small."""
+import copy
+
+import pytest
+import torch
+from torch import nn
+from torchvision.models import resnet18
+
+from contrastive_nb.models import NORMS, ProjectionHead, SmallCNN, conv_stage, resnet18_small
+
+def n_parameters(model: nn.Module) -> int: return sum(p.numel() for p in model.parameters())
+
+# --- conv_stage ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('norm', NORMS)
+def test_conv_stage_keeps_size_and_counts_parameters(norm):
+    stage = conv_stage(3, 16, norm)
+    out = stage(torch.randn(2, 3, 9, 7))
+    assert out.shape == (2, 16, 9, 7) and (out >= 0).all()
+    assert n_parameters(stage) == 9 * 3 * 16 + (16 if norm == 'none' else 2 * 16)
+    assert (stage[0].bias is None) == (norm != 'none')  # a normalisation's shift makes the bias redundant
+
+def test_conv_stage_rejects_unknown_norm():
+    with pytest.raises(ValueError, match='norm must be one of'): conv_stage(3, 8, 'layer')
+
+# --- SmallCNN ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('size', [32, 16, 15, 3, 1])
+def test_small_cnn_output_shape_any_size(size):
+    enc = SmallCNN()
+    assert enc.feature_dim == 256
+    assert enc(torch.randn(2, 3, size, size)).shape == (2, 256)
+
+def test_small_cnn_widths_double_and_cap():
+    enc = SmallCNN(in_channels=1, width=16, blocks=6, max_width=64)
+    convs = [m for m in enc.modules() if isinstance(m, nn.Conv2d)]
+    assert [c.out_channels for c in convs] == [16, 32, 64, 64, 64, 64] and convs[0].in_channels == 1
+    assert enc.feature_dim == 64 and enc(torch.randn(3, 1, 28, 28)).shape == (3, 64)
+    assert sum(isinstance(m, nn.MaxPool2d) for m in enc.modules()) == 5  # between stages, not after the last
+
+def test_small_cnn_default_parameter_count():
+    widths = [3, 32, 64, 128, 256]
+    expected = sum(9 * a * b + 2 * b for a, b in zip(widths, widths[1:]))
+    assert n_parameters(SmallCNN()) == expected
+
+@pytest.mark.parametrize('norm,kind', list(zip(NORMS, (nn.BatchNorm2d, nn.GroupNorm, nn.Identity))))
+def test_small_cnn_norm_options(norm, kind):
+    enc = SmallCNN(norm=norm)
+    layers = [stage[1] for stage in enc.features if isinstance(stage, nn.Sequential)]
+    assert len(layers) == 4 and all(isinstance(layer, kind) for layer in layers)
+    if norm == 'group': assert all(layer.num_groups == 8 for layer in layers)
+
+def test_group_norm_with_channels_not_divisible_by_eight():
+    enc = SmallCNN(width=12, blocks=2, norm='group')
+    assert [stage[1].num_groups for stage in enc.features if isinstance(stage, nn.Sequential)] == [4, 8]
+    assert enc(torch.randn(2, 3, 8, 8)).shape == (2, 24)
+
+@pytest.mark.parametrize('norm', NORMS)
+def test_only_batchnorm_mixes_a_batch_in_training_mode(norm):
+    torch.manual_seed(0)
+    enc = SmallCNN(norm=norm, width=8, blocks=2).train()
+    x = torch.rand(6, 3, 12, 12)
+    other = torch.cat([x[:1], torch.rand(5, 3, 12, 12)])
+    with torch.no_grad(): moved = (enc(x)[0] - enc(other)[0]).abs().max()
+    assert (moved > 1e-4) if norm == 'batch' else (moved == 0)
+
+def test_small_cnn_trains():
+    torch.manual_seed(0)
+    enc = SmallCNN(width=8, blocks=2)
+    before = copy.deepcopy(enc.state_dict())
+    enc(torch.rand(4, 3, 16, 16)).square().mean().backward()
+    torch.optim.SGD(enc.parameters(), lr=0.1).step()
+    assert all(p.grad is not None for p in enc.parameters())
+    assert any(not torch.equal(before[k], v) for k, v in enc.state_dict().items())
+
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(norm='layer'), 'norm must be one of'), (dict(norm='Batch'), 'norm must be one of'),
+    (dict(blocks=0), 'blocks must be a positive integer'), (dict(width=0), 'width must be'),
+    (dict(in_channels=2.5), 'in_channels must be'), (dict(width=64, max_width=32), 'max_width'),
+])
+def test_small_cnn_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match): SmallCNN(**kwargs)
+
+@pytest.mark.parametrize('shape', [(2, 1, 32, 32), (3, 32, 32), (2, 3, 4, 4, 4)])
+def test_small_cnn_bad_inputs(shape):
+    with pytest.raises(ValueError, match=r'expects images of shape \(N, 3, H, W\)'): SmallCNN()(torch.randn(shape))
+
+# --- ProjectionHead ------------------------------------------------------------------------------------------------
+
+def test_projection_head_structure_and_shapes():
+    head = ProjectionHead(256)
+    assert head.out_dim == 128 and head.in_dim == 256
+    assert [type(m) for m in head.net] == [nn.Linear, nn.BatchNorm1d, nn.ReLU, nn.Linear]
+    assert head.net[0].bias is None and head.net[3].bias is not None
+    assert n_parameters(head) == 256 * 256 + 2 * 256 + 256 * 128 + 128
+    assert head(torch.randn(5, 256)).shape == (5, 128)
+    assert ProjectionHead(64, hidden_dim=32, out_dim=8)(torch.randn(3, 64)).shape == (3, 8)
+
+def test_encoder_and_head_compose():
+    enc = SmallCNN(width=8, blocks=3)
+    model = nn.Sequential(enc, ProjectionHead(enc.feature_dim, 16, 4))
+    assert model(torch.randn(4, 3, 16, 16)).shape == (4, 4)
+
+def test_projection_head_bad_arguments_and_inputs():
+    for kwargs in (dict(in_dim=0), dict(in_dim=8, hidden_dim=0), dict(in_dim=8, out_dim=-1)):
+        with pytest.raises(ValueError, match='must be a positive integer'): ProjectionHead(**kwargs)
+    head = ProjectionHead(8)
+    for shape in ((4, 9), (8,), (2, 4, 8)):
+        with pytest.raises(ValueError, match=r'expects features of shape \(N, 8\)'): head(torch.randn(shape))
+
+# --- resnet18_small ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def resnet(): return resnet18_small()
+
+@pytest.mark.parametrize('size', [32, 16])
+def test_resnet18_small_output_shapes(resnet, size):
+    resnet.eval()
+    with torch.no_grad(): assert resnet(torch.randn(2, 3, size, size)).shape == (2, 512)
+    assert resnet.feature_dim == 512
+
+def test_resnet18_small_stem_and_body(resnet):
+    assert resnet.conv1.kernel_size == (3, 3) and resnet.conv1.stride == (1, 1) and resnet.conv1.bias is None
+    assert isinstance(resnet.maxpool, nn.Identity) and isinstance(resnet.fc, nn.Identity)
+    reference = {k: v.shape for k, v in resnet18(weights=None).state_dict().items() if not k.startswith(('conv1', 'fc'))}
+    assert {k: v.shape for k, v in resnet.state_dict().items() if k != 'conv1.weight'} == reference
+    assert 11_000_000 < n_parameters(resnet) < 11_300_000
+
+def test_resnet18_small_options():
+    one = resnet18_small(in_channels=1)
+    assert one.conv1.in_channels == 1 and one.eval()(torch.randn(2, 1, 16, 16)).shape == (2, 512)
+    gn = resnet18_small(norm='group')
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in gn.modules())
+    assert all(m.num_groups == 32 for m in gn.modules() if isinstance(m, nn.GroupNorm))
+    for kwargs in (dict(norm='none'), dict(in_channels=0)):
+        with pytest.raises(ValueError): resnet18_small(**kwargs)
+
+def test_resnet18_small_is_untrained_and_fresh():
+    a, b = resnet18_small(), resnet18_small()
+    assert not torch.equal(a.conv1.weight, b.conv1.weight)  # random initialisation, no downloaded weights
