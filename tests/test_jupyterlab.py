@@ -65,7 +65,7 @@ def test_lesson_runs_all_in_jupyterlab(chromium, lab, artifacts):
         outputs = page.locator('.jp-OutputArea-output')
         assert outputs.count() == 0
         # The answers to the three exercises come last: once all three pass, every cell above has run.
-        outputs.filter(has_text='✓ matches the reference').nth(2).wait_for(state='attached', timeout=120_000)
+        outputs.filter(has_text='✓ matches the reference').nth(2).wait_for(state='attached', timeout=300_000)
         page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
         assert outputs.filter(has_text='generated in').count() == 1
         figures = page.locator('.jp-OutputArea-output img')
