@@ -1,0 +1,300 @@
+"""Package tests for contrastive_nb.memory_bank: the momentum update, duplicate merging, self-free negative sampling,
+the bank's state, its errors, and the training loop."""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings, strategies as st
+from torch import nn
+
+from contrastive_nb.infonce import info_nce
+from contrastive_nb.memory_bank import (MemoryBank, bank_staleness, merge_duplicates, momentum_blend, negative_indices,
+                                        shared_negative_indices, train_memory_bank)
+from contrastive_nb.pairs import AugmentationPolicy
+
+F64 = torch.float64
+
+def unit_rows(n: int, d: int, seed: int, dtype=F64) -> torch.Tensor:
+    return F.normalize(torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=dtype), dim=1)
+
+# --- the update maths ----------------------------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 8), st.floats(0, 1), st.integers(0, 10_000))
+def test_momentum_blend_is_the_normalised_blend(n, d, m, seed):
+    rows, new = unit_rows(n, d, seed), unit_rows(n, d, seed + 1)
+    blend = m * rows + (1 - m) * new
+    out = momentum_blend(rows, new, m)
+    ok = blend.norm(dim=1) > 1e-6  # away from the cancelling case, the formula itself
+    assert torch.allclose(out[ok], blend[ok] / blend[ok].norm(dim=1, keepdim=True), atol=1e-12)
+    assert torch.allclose(out.norm(dim=1), torch.ones(n, dtype=F64))
+
+def test_momentum_zero_replaces_and_one_keeps():
+    rows, new = unit_rows(5, 4, 0), unit_rows(5, 4, 1)
+    assert torch.allclose(momentum_blend(rows, new, 0.0), new, atol=1e-15)
+    assert torch.equal(momentum_blend(rows, new, 1.0), rows)
+
+def test_momentum_blend_by_hand_and_cancelling_row_is_kept():
+    rows = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    new = torch.tensor([[0.0, 1.0], [-1.0, 0.0]])
+    out = momentum_blend(rows, new, 0.5)
+    assert torch.allclose(out[0], torch.tensor([1.0, 1.0]) / math.sqrt(2))
+    assert torch.equal(out[1], rows[1]) and torch.isfinite(out).all()
+    assert torch.allclose(momentum_blend(rows, new, 0.9)[0], torch.tensor([0.9, 0.1]) / math.hypot(0.9, 0.1))
+
+@pytest.mark.parametrize('m', [-0.1, 1.5, float('nan')])
+def test_momentum_out_of_range(m):
+    with pytest.raises(ValueError, match='momentum'): momentum_blend(unit_rows(2, 2, 0), unit_rows(2, 2, 1), m)
+    with pytest.raises(ValueError, match='momentum'): MemoryBank(4, 2, momentum=m)
+
+@pytest.mark.parametrize('m', [0.0, 0.3, 0.5, 1.0])
+def test_bank_update_follows_the_formula_and_touches_nothing_else(m):
+    bank, before = MemoryBank(20, 6, momentum=m, seed=4), MemoryBank(20, 6, seed=4).memory.clone()
+    idx = torch.tensor([3, 17, 0, 9])
+    f = torch.randn(4, 6, generator=torch.Generator().manual_seed(1)) * torch.tensor([[0.01], [1.0], [30.0], [2.0]])
+    bank.update(idx, f)
+    expected = F.normalize(m * before[idx] + (1 - m) * F.normalize(f, dim=1), dim=1)
+    assert torch.allclose(bank.memory[idx], expected, atol=1e-6)
+    assert torch.allclose(bank.memory.norm(dim=1), torch.ones(20), atol=1e-6)
+    others = ~torch.isin(torch.arange(20), idx)
+    assert torch.equal(bank.memory[others], before[others])
+    if m == 0: assert torch.allclose(bank.memory[idx], F.normalize(f, dim=1), atol=1e-6)
+    if m == 1: assert torch.equal(bank.memory, before)
+
+def test_update_detaches_and_bank_has_no_parameters():
+    bank = MemoryBank(8, 3, momentum=0.0)
+    f = torch.randn(2, 3, requires_grad=True)
+    bank.update(torch.tensor([1, 2]), f * 2)
+    assert not bank.memory.requires_grad and bank.memory.grad_fn is None and list(bank.parameters()) == []
+    assert not bank(torch.tensor([1])).requires_grad
+
+def test_update_casts_half_embeddings_to_the_bank_dtype():
+    bank = MemoryBank(8, 4, momentum=0.0)
+    f = torch.randn(2, 4).half()
+    bank.update(torch.tensor([0, 5]), f)
+    assert bank.memory.dtype == torch.float32
+    assert torch.allclose(bank.memory[[0, 5]], F.normalize(f.float(), dim=1), atol=1e-3)
+
+# --- duplicates ----------------------------------------------------------------------------------------------------
+
+def test_merge_duplicates_matches_a_loop():
+    idx = torch.tensor([5, 2, 5, 5, 0, 2])
+    emb = torch.randn(6, 3, generator=torch.Generator().manual_seed(0), dtype=F64)
+    u, mean = merge_duplicates(idx, emb)
+    assert u.tolist() == [0, 2, 5]
+    assert torch.allclose(mean, torch.stack([emb[idx == i].mean(0) for i in (0, 2, 5)]))
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=12), st.integers(0, 10_000), st.floats(0, 1))
+def test_duplicate_update_is_order_independent_and_equals_mean_rule(indices, seed, m):
+    idx = torch.tensor(indices)
+    emb = torch.randn(len(idx), 4, generator=torch.Generator().manual_seed(seed), dtype=F64)
+    perm = torch.randperm(len(idx), generator=torch.Generator().manual_seed(seed + 1))
+    a, b = MemoryBank(6, 4, momentum=m, seed=2, dtype=F64), MemoryBank(6, 4, momentum=m, seed=2, dtype=F64)
+    start = a.memory.clone()
+    a.update(idx, emb)
+    b.update(idx[perm], emb[perm])
+    assert torch.allclose(a.memory, b.memory, atol=1e-12)
+    unit = F.normalize(emb, dim=1)
+    for i in set(indices):
+        blend = m * start[i] + (1 - m) * unit[idx == i].mean(0)
+        want = blend / blend.norm() if blend.norm() > 1e-12 else start[i]
+        assert torch.allclose(a.memory[i], want, atol=1e-9)
+
+# --- negatives -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('replacement', [False, True])
+def test_negatives_never_include_the_query_exhaustive(replacement):
+    g = torch.Generator().manual_seed(0)
+    for size in range(2, 10):
+        every = torch.arange(size)
+        for k in range(1, size):
+            for _ in range(5):
+                neg = negative_indices(every, size, k, g, replacement=replacement)
+                assert neg.shape == (size, k) and neg.dtype == torch.int64
+                assert ((neg >= 0) & (neg < size)).all() and not (neg == every[:, None]).any()
+                if not replacement: assert all(len(set(r)) == k for r in neg.tolist())
+
+def test_all_other_rows_at_k_equal_size_minus_one():
+    size = 9
+    neg = negative_indices(torch.arange(size), size, size - 1, torch.Generator().manual_seed(1))
+    assert [sorted(r) for r in neg.tolist()] == [[j for j in range(size) if j != i] for i in range(size)]
+
+@pytest.mark.parametrize('replacement', [False, True])
+def test_negatives_are_uniform_over_the_other_rows(replacement):
+    size, query, draws = 6, 2, 30_000
+    neg = negative_indices(torch.full((draws,), query), size, 2, torch.Generator().manual_seed(3), replacement=replacement)
+    counts = torch.bincount(neg.flatten(), minlength=size).double()
+    assert counts[query] == 0
+    expected = 2 * draws / (size - 1)
+    assert ((counts[torch.arange(size) != query] - expected).abs() < 5 * math.sqrt(expected)).all()
+
+def test_shared_negatives_avoid_the_whole_batch_exhaustive():
+    g = torch.Generator().manual_seed(0)
+    for size in range(2, 9):
+        for batch in range(1, size):
+            for _ in range(3):
+                idx = torch.randperm(size, generator=g)[:batch]
+                for k in range(1, size - batch + 1):
+                    neg = shared_negative_indices(idx, size, k, g)
+                    assert neg.shape == (k,) and len(set(neg.tolist())) == k and not torch.isin(neg, idx).any()
+                with pytest.raises(ValueError, match='rows outside this batch'): shared_negative_indices(idx, size, size - batch + 1, g)
+
+def test_shared_negatives_with_repeated_indices_and_uniformity():
+    g = torch.Generator().manual_seed(2)
+    idx = torch.tensor([1, 1, 4])  # two distinct rows: 5 of 7 remain
+    assert sorted(shared_negative_indices(idx, 7, 5, g).tolist()) == [0, 2, 3, 5, 6]
+    counts = torch.bincount(torch.cat([shared_negative_indices(idx, 7, 2, g) for _ in range(10_000)]), minlength=7).double()
+    expected = 2 * 10_000 / 5
+    assert counts[[1, 4]].sum() == 0 and ((counts[[0, 2, 3, 5, 6]] - expected).abs() < 5 * math.sqrt(expected)).all()
+
+def test_bank_sample_negatives_shapes_and_rows():
+    bank = MemoryBank(12, 12, momentum=0.0)
+    bank.update(torch.arange(12), torch.eye(12))  # row i is the i-th basis vector: a row's argmax is its index
+    idx = torch.tensor([0, 11, 5, 5])
+    negs = bank.sample_negatives(idx, 7, torch.Generator().manual_seed(0))
+    assert negs.shape == (4, 7, 12)
+    rows = negs.argmax(-1)
+    assert not (rows == idx[:, None]).any() and all(len(set(r)) == 7 for r in rows.tolist())
+    assert bank(idx).shape == (4, 12) and bank.sample_negatives(torch.tensor([], dtype=torch.long), 3).shape == (0, 3, 12)
+    shared = bank.sample_shared_negatives(idx, 9, torch.Generator().manual_seed(0)).argmax(-1)  # the 9 rows outside the batch
+    assert sorted(shared.tolist()) == [1, 2, 3, 4, 6, 7, 8, 9, 10]
+
+def test_shared_and_per_query_forms_of_the_loss_agree_for_the_same_rows():
+    bank = MemoryBank(40, 8, dtype=F64)
+    idx = torch.arange(5)
+    rows = bank.sample_shared_negatives(idx, 20)
+    q = torch.randn(5, 8, generator=torch.Generator().manual_seed(0), dtype=F64)
+    assert torch.isclose(info_nce(q, bank(idx), rows), info_nce(q, bank(idx), rows.expand(5, -1, -1)), atol=1e-12)
+
+def test_k_may_be_any_integer_type():
+    bank = MemoryBank(10, 3)
+    assert bank.sample_negatives(torch.tensor([0]), np.int64(4)).shape == (1, 4, 3)
+    assert bank.sample_shared_negatives(torch.tensor([0]), torch.tensor(5)).shape == (5, 3)
+
+def test_sampling_is_reproducible_from_the_generator():
+    bank = MemoryBank(50, 4)
+    idx = torch.arange(10)
+    a = bank.sample_negatives(idx, 20, torch.Generator().manual_seed(7))
+    b = bank.sample_negatives(idx, 20, torch.Generator().manual_seed(7))
+    assert torch.equal(a, b)
+
+def test_info_nce_over_the_whole_bank_is_the_non_parametric_softmax():
+    bank = MemoryBank(30, 8, seed=5, dtype=F64)
+    idx = torch.tensor([0, 3, 3, 29])
+    q = torch.randn(4, 8, generator=torch.Generator().manual_seed(0), dtype=F64)
+    ours = info_nce(q, bank(idx), bank.sample_negatives(idx, 29), 0.07)
+    wu = F.cross_entropy(F.normalize(q, dim=1) @ bank.memory.T / 0.07, idx)
+    assert torch.isclose(ours, wu, atol=1e-12)
+
+# --- state ---------------------------------------------------------------------------------------------------------
+
+def test_initialisation_is_seeded_unit_vectors():
+    a, b, c = MemoryBank(100, 16, seed=0), MemoryBank(100, 16, seed=0), MemoryBank(100, 16, seed=1)
+    assert torch.equal(a.memory, b.memory) and not torch.equal(a.memory, c.memory)
+    assert torch.allclose(a.memory.norm(dim=1), torch.ones(100), atol=1e-6)
+    assert a.memory.abs().mean() > 0.05 and len(a) == 100 and a.dim == 16
+
+def test_state_dict_round_trip(tmp_path):
+    bank = MemoryBank(20, 5, momentum=0.3, seed=1)
+    bank.update(torch.tensor([1, 4, 4]), torch.randn(3, 5))
+    path = tmp_path / 'bank.pt'
+    torch.save(bank.state_dict(), path)
+    restored = MemoryBank(20, 5, seed=99)
+    restored.load_state_dict(torch.load(path))
+    assert list(bank.state_dict()) == ['memory'] and torch.equal(restored.memory, bank.memory)
+    with pytest.raises(RuntimeError): MemoryBank(21, 5).load_state_dict(bank.state_dict())  # a bank of another size
+
+def test_to_moves_the_buffer_and_keeps_working_in_float64():
+    bank = MemoryBank(10, 3).to(F64)
+    assert bank.memory.dtype == F64
+    bank.update(torch.tensor([2]), torch.randn(1, 3))
+    assert bank.memory.dtype == F64 and torch.allclose(bank.memory.norm(dim=1), torch.ones(10, dtype=F64))
+
+# --- errors --------------------------------------------------------------------------------------------------------
+
+BANK = MemoryBank(10, 4)
+IDX, EMB = torch.tensor([1, 2]), torch.randn(2, 4)
+
+@pytest.mark.parametrize('call, error, match', [
+    (lambda: BANK.update(IDX, torch.randn(2, 5)), ValueError, r'shape \(len\(indices\), dim\)'),
+    (lambda: BANK.update(IDX, torch.randn(3, 4)), ValueError, 'shape'),
+    (lambda: BANK.update(IDX, torch.ones(2, 4, dtype=torch.long)), TypeError, 'floating point'),
+    (lambda: BANK.update(IDX, torch.randn(2, 4, device='meta')), ValueError, 'device|bank is on'),
+    (lambda: BANK.update(IDX, [[1.0] * 4] * 2), TypeError, 'torch.Tensor'),
+    (lambda: BANK.update(IDX, torch.tensor([[1.0, 0, 0, 0], [float('nan'), 0, 0, 0]])), ValueError, 'NaN'),
+    (lambda: BANK.update(IDX, torch.zeros(2, 4)), ValueError, 'zero vector'),
+    (lambda: BANK.update(torch.tensor([1, 10]), EMB), ValueError, r'\[0, 9\]'),
+    (lambda: BANK(torch.tensor([-1])), ValueError, 'negative indices are refused'),
+    (lambda: BANK(torch.tensor([1.0, 2.0])), TypeError, 'integer dtype'),
+    (lambda: BANK(torch.tensor([True, False] * 5)), TypeError, 'boolean mask'),
+    (lambda: BANK(torch.tensor([[1, 2]])), ValueError, '1-D'),
+    (lambda: BANK([1, 2]), TypeError, 'torch.Tensor'),
+    (lambda: BANK(torch.tensor([1], device='meta')), ValueError, 'bank is on'),
+    (lambda: BANK.sample_negatives(IDX, 10), ValueError, r'k must lie in \[1, 9\].*size - 1 = 9'),
+    (lambda: BANK.sample_negatives(IDX, 0), ValueError, 'k must lie'),
+    (lambda: BANK.sample_negatives(IDX, 2.0), TypeError, 'k must be an int'),
+    (lambda: BANK.sample_negatives(IDX, True), TypeError, 'k must be an int'),
+    (lambda: BANK.sample_negatives(torch.tensor([10]), 3), ValueError, r'\[0, 9\]'),
+    (lambda: BANK.sample_shared_negatives(IDX, 9), ValueError, r'k must lie in \[1, 8\]'),
+    (lambda: BANK.sample_shared_negatives(IDX, 1.5), TypeError, 'k must be an int'),
+    (lambda: BANK.sample_shared_negatives(torch.tensor([0.0]), 1), TypeError, 'integer dtype'),
+    (lambda: negative_indices(torch.tensor([0.5]), 10, 3), TypeError, 'integer dtype'),
+    (lambda: MemoryBank(1, 4), ValueError, 'size must be an integer >= 2'),
+    (lambda: MemoryBank(10, 0), ValueError, 'dim must be an integer >= 1'),
+    (lambda: MemoryBank(10.0, 4), ValueError, 'size'),
+    (lambda: MemoryBank(10, 4, dtype=torch.int64), TypeError, 'floating-point'),
+])
+def test_bad_input_gets_a_clear_error(call, error, match):
+    before = BANK.memory.clone()
+    with pytest.raises(error, match=match): call()
+    assert torch.equal(BANK.memory, before)  # a refused update leaves the bank as it was
+
+# --- training ------------------------------------------------------------------------------------------------------
+
+class TinyEncoder(nn.Module):
+    def __init__(self): super().__init__(); self.net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    def forward(self, x): return self.net(x)
+
+def tiny_run(seed: int = 0):
+    torch.manual_seed(seed)
+    encoder, head = TinyEncoder(), nn.Linear(4, 6)
+    images = torch.rand(12, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+    bank = MemoryBank(12, 6, momentum=0.5)
+    start = bank.memory.clone()
+    hist = train_memory_bank(encoder, head, images, bank, k=5, policy=AugmentationPolicy(size=8), epochs=2, batch_size=4,
+                             seed=seed, progress=False)
+    return hist, bank, start, encoder, head, images
+
+def test_training_loop_records_losses_updates_every_row_and_is_reproducible():
+    hist, bank, start, *_ = tiny_run()
+    assert list(hist.columns) == ['epoch', 'step', 'loss'] and len(hist) == 6 and hist.loss.map(math.isfinite).all()
+    assert hist.step.tolist() == list(range(6))
+    assert not torch.isclose(bank.memory, start).all(1).any()  # every image was seen, so every row moved
+    assert torch.allclose(bank.memory.norm(dim=1), torch.ones(12), atol=1e-6)
+    again, bank2, *_ = tiny_run()
+    assert again.loss.tolist() == hist.loss.tolist() and torch.equal(bank2.memory, bank.memory)
+
+def test_training_loop_with_per_query_negatives():
+    torch.manual_seed(0)
+    bank = MemoryBank(12, 6)
+    hist = train_memory_bank(TinyEncoder(), nn.Linear(4, 6), torch.rand(12, 3, 8, 8), bank, k=11, negatives='per-query',
+                             policy=AugmentationPolicy(size=8), epochs=1, batch_size=4, progress=False)
+    assert len(hist) == 3 and hist.loss.map(math.isfinite).all()
+
+def test_training_loop_refuses_bad_setups():
+    with pytest.raises(ValueError, match='one row per image'):
+        train_memory_bank(TinyEncoder(), nn.Linear(4, 6), torch.rand(5, 3, 8, 8), MemoryBank(6, 6), k=2, progress=False)
+    with pytest.raises(ValueError, match="'shared' or 'per-query'"):
+        train_memory_bank(TinyEncoder(), nn.Linear(4, 6), torch.rand(6, 3, 8, 8), MemoryBank(6, 6), k=2, negatives='all', progress=False)
+
+def test_staleness_is_one_right_after_a_fresh_write():
+    _, _, _, encoder, head, images = tiny_run()
+    bank = MemoryBank(12, 6, momentum=0.0)
+    encoder.eval(), head.eval()
+    with torch.no_grad(): bank.update(torch.arange(12), head(encoder(images)))
+    encoder.train()
+    cos = bank_staleness(bank, encoder, head, images, torch.arange(12))
+    assert torch.allclose(cos, torch.ones(12), atol=1e-5) and encoder.training and not head.training
