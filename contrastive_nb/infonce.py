@@ -12,7 +12,7 @@ import math
 import pandas as pd
 import torch
 from torch import Tensor, nn
-from torch.utils.checkpoint import checkpoint
+from torch.autograd.function import once_differentiable
 
 from .pairs import AugmentationPolicy, augment_batch
 from .similarity import l2_normalize
@@ -21,49 +21,88 @@ from .similarity import l2_normalize
 __all__ = ['REDUCTIONS', 'row_logsumexp', 'info_nce', 'nt_xent', 'train_simclr']
 
 # %% ../nbs/03_infonce.ipynb #ef6b7abf
-class _RowLogSumExp(torch.autograd.Function):
-    "log Σ_j exp(a_i · b_j) for every row i (j ≠ i when `skip_diagonal`); backward reuses the forward's exponentials."
+def _shift_free(bound: float, columns: int, dtype: torch.dtype) -> bool:
+    "Whether every exp(±bound) and a row sum of `columns` of them are normal numbers of `dtype`: then no shift is needed."
+    info = torch.finfo(dtype)
+    return bound + math.log(columns) < 0.9 * math.log(info.max) and bound < -0.9 * math.log(info.tiny)
+
+def _exponentials(a: Tensor, b: Tensor, start: int, skip_diagonal: bool, shift_free: bool,
+                  out: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    "exp(a @ b.T − shift) for rows `start`, `start` + 1, … of the full matrix (their own column zeroed if asked), and the shift."
+    logits = torch.mm(a, b.t(), out=None if out is None else out[:len(a)])
+    if shift_free: shift = logits.new_zeros(len(a))
+    else:  # a cold temperature: shift each row by its maximum, one extra pass
+        if skip_diagonal: logits.diagonal(start).fill_(float('-inf'))
+        shift = logits.amax(1)
+        logits.sub_(shift[:, None])
+    exp = logits.exp_()
+    if skip_diagonal: exp.diagonal(start).zero_()
+    return exp, shift
+
+def _with_ones(x: Tensor) -> Tensor: return torch.cat([x, x.new_ones(len(x), 1)], 1)
+
+class _DenseRowLogSumExp(torch.autograd.Function):
+    "All rows at once; the exponentials are kept for backward."
     @staticmethod
     def forward(ctx, a: Tensor, b: Tensor, bound: float, skip_diagonal: bool) -> Tensor:
-        logits = torch.mm(a, b.t())
-        # |logit| <= bound, so subtracting the bound keeps every exponential in (0, 1] without a pass for row maxima,
-        # as long as exp(-2 * bound) is still a normal number of this dtype.
-        if 2 * bound < -0.9 * math.log(torch.finfo(logits.dtype).tiny):
-            shift = torch.full((len(a), 1), bound, dtype=logits.dtype, device=logits.device)
-        else:
-            if skip_diagonal: logits.diagonal().fill_(float('-inf'))
-            shift = logits.amax(1, keepdim=True)
-        exp = logits.sub_(shift).exp_()
-        if skip_diagonal: exp.diagonal().zero_()
-        total = exp.sum(1, keepdim=True)
-        ctx.save_for_backward(a, b, exp, total)
-        return (total.log() + shift).squeeze(1)
+        exp, shift = _exponentials(a, b, 0, skip_diagonal, _shift_free(bound, len(b), a.dtype))
+        # Backward needs exp @ b; computing it now against [b | 1] yields the row sums in its last column for free.
+        exp_b = torch.mm(exp, _with_ones(b))
+        ctx.save_for_backward(a, exp, exp_b)
+        return exp_b[:, -1].log() + shift
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad: Tensor):
-        a, b, exp, total = ctx.saved_tensors
-        weights = exp * (grad[:, None] / total)  # softmax × incoming gradient (out of place: backward may run twice)
-        return torch.mm(weights, b), torch.mm(weights.t(), a), None, None
+        a, exp, exp_b = ctx.saved_tensors
+        # softmax = exp / total row by row, so the incoming gradient scales rows of a and of exp @ b: no (N, M) pass.
+        weight = (grad / exp_b[:, -1])[:, None]
+        return exp_b[:, :-1] * weight, torch.mm(exp.t(), a * weight), None, None
 
-def _chunk_lse(start: int, a: Tensor, b: Tensor, skip_diagonal: bool) -> Tensor:
-    "Row log-sum-exp of one chunk of rows starting at global row `start`."
-    logits = a @ b.t()
-    if skip_diagonal:
-        rows = torch.arange(len(a), device=a.device)
-        logits = logits.index_put((rows, rows + start), torch.tensor(float('-inf'), dtype=logits.dtype, device=a.device))
-    return torch.logsumexp(logits, 1)
+class _ChunkedRowLogSumExp(torch.autograd.Function):
+    "`chunk_size` rows at a time; only the (N,) result is kept and each chunk's softmax is rebuilt in backward."
+    @staticmethod
+    def forward(ctx, a: Tensor, b: Tensor, bound: float, skip_diagonal: bool, chunk_size: int) -> Tensor:
+        shift_free = _shift_free(bound, len(b), a.dtype)
+        lse = torch.empty(len(a), dtype=a.dtype, device=a.device)
+        block = a.new_empty(min(chunk_size, len(a)), len(b))  # reused: a fresh large block per chunk costs page faults
+        for start in range(0, len(a), chunk_size):
+            exp, shift = _exponentials(a[start:start + chunk_size], b, start, skip_diagonal, shift_free, block)
+            torch.add(exp.sum(1).log_(), shift, out=lse[start:start + chunk_size])
+        ctx.save_for_backward(a, b, lse)
+        ctx.skip_diagonal, ctx.chunk_size = skip_diagonal, chunk_size
+        return lse
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        a, b, lse = ctx.saved_tensors
+        b_ones = _with_ones(b)
+        grad_a, grad_b = torch.empty_like(a), torch.zeros_like(b)
+        block = a.new_empty(min(ctx.chunk_size, len(a)), len(b))
+        for start in range(0, len(a), ctx.chunk_size):
+            rows = slice(start, start + ctx.chunk_size)
+            # [a | −lse] @ [b | 1].T = logits − lse: the softmax's exponent comes straight out of the matrix product.
+            a_lse = torch.cat([a[rows], -lse[rows, None]], 1)
+            softmax = torch.mm(a_lse, b_ones.t(), out=block[:len(a_lse)]).exp_()
+            if ctx.skip_diagonal: softmax.diagonal(start).zero_()
+            weight = grad[rows, None]
+            torch.mul(torch.mm(softmax, b), weight, out=grad_a[rows])
+            grad_b.addmm_(softmax.t(), a[rows] * weight)
+        return grad_a, grad_b, None, None, None
 
 def row_logsumexp(
     a: Tensor, # (N, D) rows, each of norm at most `bound`
     b: Tensor, # (M, D) unit rows
     bound: float, # an upper bound on |a_i · b_j|
     skip_diagonal: bool = False, # leave out j = i (needs M >= N)
-    chunk_size: int | None = None, # rows per chunk, recomputed in backward; None: all at once
+    chunk_size: int | None = None, # rows per chunk, rebuilt in backward; None: all at once
 ) -> Tensor: # (N,) log Σ_j exp(a_i · b_j)
     "The log-sum-exp over each row of a @ b.T, dense and fast, or chunked and memory-bounded."
-    if chunk_size is None: return _RowLogSumExp.apply(a, b, bound, skip_diagonal)
-    return torch.cat([checkpoint(_chunk_lse, start, a[start:start + chunk_size], b, skip_diagonal, use_reentrant=False)
-                      for start in range(0, len(a), chunk_size)])
+    if chunk_size is not None and chunk_size < len(a): return _ChunkedRowLogSumExp.apply(a, b, bound, skip_diagonal, chunk_size)
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad): return _DenseRowLogSumExp.apply(a, b, bound, skip_diagonal)
+    exp, shift = _exponentials(a, b, 0, skip_diagonal, _shift_free(bound, len(b), a.dtype))  # no backward: keep nothing
+    return exp.sum(1).log_() + shift
 
 # %% ../nbs/03_infonce.ipynb #bf007a0c
 REDUCTIONS = ('mean', 'sum', 'none')

@@ -130,14 +130,27 @@ def test_half_precision_at_low_temperature_is_finite_and_close(dtype):
     nt_xent(a, b, 0.01).backward()
     assert a.grad.dtype == dtype and torch.isfinite(a.grad.float()).all()
 
-def test_row_logsumexp_switches_to_row_maxima_at_tiny_temperatures():
+@pytest.mark.parametrize('dtype, bound, shift_free', [
+    (torch.float64, 1.0, True), (torch.float64, 500.0, True), (torch.float64, 1000.0, False),
+    (torch.float32, 1.0, True), (torch.float32, 30.0, True), (torch.float32, 80.0, False), (torch.float32, 500.0, False)])
+@pytest.mark.parametrize('skip', [False, True])
+@pytest.mark.parametrize('chunk_size', [None, 3])
+def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, shift_free, skip, chunk_size):
+    from contrastive_nb.infonce import _shift_free
+    assert _shift_free(bound, 6, dtype) == shift_free
     b = F.normalize(rand(6, 3, seed=23), dim=1)
-    for bound in (1.0, 30.0, 500.0):
-        a = F.normalize(rand(4, 3, seed=24), dim=1) * bound
-        for skip in (False, True):
-            ref = torch.logsumexp((a @ b.T).masked_fill(torch.eye(4, 6, dtype=torch.bool) & skip, float('-inf')), 1)
-            assert torch.allclose(row_logsumexp(a, b, bound, skip), ref)
-            assert torch.allclose(row_logsumexp(a, b, bound, skip, chunk_size=3), ref)
+    a = F.normalize(rand(4, 3, seed=24), dim=1) * bound
+    weights = rand(4, seed=25)
+    ref_a, ref_b = leaf(a, b)
+    ref = torch.logsumexp((ref_a @ ref_b.T).masked_fill(torch.eye(4, 6, dtype=torch.bool) & skip, float('-inf')), 1)
+    ref_grads = torch.autograd.grad((ref * weights).sum(), (ref_a, ref_b))
+    got_a, got_b = leaf(a.to(dtype), b.to(dtype))
+    got = row_logsumexp(got_a, got_b, bound, skip, chunk_size)
+    got_grads = torch.autograd.grad((got * weights.to(dtype)).sum(), (got_a, got_b))
+    tol = dict(rtol=1e-5, atol=1e-4 * bound) if dtype == torch.float32 else {}
+    assert torch.isfinite(got).all() and torch.allclose(got.double(), ref, **tol)
+    assert all(torch.allclose(g.double(), r, **tol) for g, r in zip(got_grads, ref_grads))
+    with torch.no_grad(): assert torch.allclose(row_logsumexp(a.to(dtype), b.to(dtype), bound, skip, chunk_size).double(), ref, **tol)
 
 @pytest.mark.parametrize('call, error, message', [
     (lambda: info_nce(torch.randn(4, 8), torch.randn(5, 8)), ValueError, 'same shape'),
