@@ -167,7 +167,7 @@ class MoCo(nn.Module):
 
     def _encode(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
         "Embeddings of `x`; each sub-batch is its own forward pass, so BatchNorm sees one sub-batch at a time."
-        return torch.cat([head(encoder(part)) for part in x.chunk(self.bn_splits)])
+        return torch.cat([head(encoder(part)) for part in x.tensor_split(self.bn_splits)])
 
     @torch.no_grad()
     def _keys(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
@@ -191,7 +191,7 @@ class MoCo(nn.Module):
             raise ValueError(f"a batch of {len(view1)} cannot be split into bn_splits = {self.bn_splits} sub-batches of at least 2")
         pairs = ((view1, view2), (view2, view1)) if self.symmetric else ((view1, view2),)
         queries = [self._encode(self.encoder_q, self.head_q, a) for a, _ in pairs]
-        if self.training:  # the key side moves before it encodes, as in MoCo's Algorithm 1
+        if self.training:  # the key side moves before it encodes, as in MoCo's official code
             momentum_update(self.encoder_q, self.encoder_k, self.m)
             momentum_update(self.head_q, self.head_k, self.m)
         keys = [self._keys(b, generator) for _, b in pairs]

@@ -329,6 +329,16 @@ def test_shuffle_bn_puts_every_key_back_in_place(splits):
     plain = model(1)(x1, x2)
     assert torch.isclose(model(splits)(x1, x2, torch.Generator().manual_seed(splits)), plain, atol=1e-6)
 
+@pytest.mark.parametrize('batch, splits', [(10, 4), (7, 3), (9, 4), (5, 2)])
+def test_shuffle_bn_with_a_split_that_does_not_divide_the_batch(batch, splits):
+    "Exactly `splits` sub-batches of at least 2, so a BatchNorm1d head never sees a sub-batch of one."
+    model = tiny_moco(bn_splits=splits)
+    seen = []
+    model.head_k.register_forward_pre_hook(lambda module, args: seen.append(len(args[0])))
+    x1, x2 = torch.rand(batch, 3, 16, 16), torch.rand(batch, 3, 16, 16)
+    assert torch.isfinite(model(x1, x2, torch.Generator().manual_seed(0)))
+    assert len(seen) == splits and min(seen) >= 2 and sum(seen) == batch and int(model.queue.seen) == batch
+
 def test_shuffle_bn_changes_batchnorm_statistics():
     x1, x2 = views()
     assert not torch.isclose(tiny_moco(bn_splits=1)(x1, x2), tiny_moco(bn_splits=3)(x1, x2, torch.Generator().manual_seed(0)))
