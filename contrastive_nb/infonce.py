@@ -8,6 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/infonce.html.md"""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 
 import pandas as pd
 import torch
@@ -18,7 +19,7 @@ from .pairs import AugmentationPolicy, augment_batch
 from .similarity import l2_normalize
 
 # %% auto #0
-__all__ = ['REDUCTIONS', 'row_logsumexp', 'info_nce', 'nt_xent', 'train_simclr']
+__all__ = ['REDUCTIONS', 'row_logsumexp', 'info_nce', 'nt_xent', 'train_on_pairs', 'train_simclr']
 
 # %% ../nbs/03_infonce.ipynb #ef6b7abf
 def _shift_free(bound: float, columns: int, dtype: torch.dtype) -> bool:
@@ -175,6 +176,40 @@ def nt_xent(
     pos = (a * z.roll(len(u1), 0)).sum(1)  # view i's partner sits N rows away
     return _reduce(row_logsumexp(a, z, bound, True, chunk_size) - pos, reduction)
 
+# %% ../nbs/03_infonce.ipynb #ef6c1274
+def train_on_pairs(
+    pair_loss: Callable[[Tensor, Tensor, torch.Generator], Tensor], # (views 1, views 2, generator) of a batch -> its loss
+    parameters: Iterable[Tensor], # what Adam trains
+    images: Tensor, # (N, 3, H, W) training images, float in [0, 1]
+    policy: AugmentationPolicy = AugmentationPolicy(), # how each of the two views is drawn
+    epochs: int = 10, # passes over the images
+    batch_size: int = 256, # sources per step
+    lr: float = 1e-3, # Adam's learning rate
+    weight_decay: float = 1e-6, # Adam's weight decay
+    seed: int = 0, # shuffling and augmentation (and whatever `pair_loss` draws) are reproducible from it
+    progress: bool = True, # show a progress bar
+    desc: str = 'training', # the progress bar's label
+) -> pd.DataFrame: # one row per step: epoch, step, loss
+    "The loop of every two-view method: reshuffle each epoch, draw two views of each batch, one Adam step on their loss."
+    from tqdm.auto import tqdm
+    generator = torch.Generator().manual_seed(seed)
+    optimiser = torch.optim.Adam(parameters, lr=lr, weight_decay=weight_decay)
+    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch: BatchNorm dislikes tiny ones
+    history = []
+    with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc, mininterval=2) as bar:
+        for epoch in range(epochs):
+            order = torch.randperm(len(images), generator=generator)
+            for step in range(steps_per_epoch):
+                batch = images[order[step * batch_size:(step + 1) * batch_size]]
+                view1, view2 = (augment_batch(batch, policy, generator) for _ in range(2))
+                loss = pair_loss(view1, view2, generator)
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                history.append((epoch, epoch * steps_per_epoch + step, loss.item()))
+                bar.update(), bar.set_postfix(loss=f'{loss.item():.3f}', refresh=False)
+    return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
+
 # %% ../nbs/03_infonce.ipynb #fc6eb78d
 def train_simclr(
     encoder: nn.Module, # maps (B, 3, H, W) images to (B, F) features
@@ -192,23 +227,8 @@ def train_simclr(
     "Train `encoder` and `head` with NT-Xent on two augmented views of each image; return the loss of every step."
     if len(images) < 2: raise ValueError(f"need at least 2 images to form negatives, got {len(images)}")
     if batch_size < 2: raise ValueError(f"batch_size must be at least 2, got {batch_size}")
-    from tqdm.auto import tqdm
-    generator = torch.Generator().manual_seed(seed)
-    params = list(encoder.parameters()) + list(head.parameters())
-    optimiser = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
     encoder.train(), head.train()
-    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch: BatchNorm dislikes tiny ones
-    history = []
-    with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc='SimCLR', mininterval=2) as bar:
-        for epoch in range(epochs):
-            order = torch.randperm(len(images), generator=generator)
-            for step in range(steps_per_epoch):
-                batch = images[order[step * batch_size:(step + 1) * batch_size]]
-                views = [augment_batch(batch, policy, generator) for _ in range(2)]
-                loss = nt_xent(*(head(encoder(v)) for v in views), temperature=temperature)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                history.append((epoch, epoch * steps_per_epoch + step, loss.item()))
-                bar.update(), bar.set_postfix(loss=f'{loss.item():.3f}', refresh=False)
-    return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
+    def simclr_loss(view1: Tensor, view2: Tensor, generator: torch.Generator) -> Tensor:
+        return nt_xent(head(encoder(view1)), head(encoder(view2)), temperature=temperature)
+    return train_on_pairs(simclr_loss, [*encoder.parameters(), *head.parameters()], images, policy, epochs, batch_size,
+                          lr, weight_decay, seed, progress, desc='SimCLR')

@@ -16,8 +16,8 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from .infonce import info_nce
-from .pairs import AugmentationPolicy, augment_batch
+from .infonce import info_nce, train_on_pairs
+from .pairs import AugmentationPolicy
 from .similarity import l2_normalize
 
 # %% auto #0
@@ -217,22 +217,7 @@ def train_moco(
     if not isinstance(model, MoCo): raise TypeError(f"model must be a MoCo, got {type(model).__name__}")
     if batch_size < 2 * model.bn_splits: raise ValueError(f"batch_size must be at least 2 × bn_splits = {2 * model.bn_splits}, got {batch_size}")
     if len(images) < batch_size: raise ValueError(f"need at least batch_size = {batch_size} images, got {len(images)}")
-    from tqdm.auto import tqdm
-    generator = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
     model.train()
-    steps_per_epoch = len(images) // batch_size  # drop the ragged last batch: BatchNorm dislikes tiny ones
-    history = []
-    with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc, mininterval=2) as bar:
-        for epoch in range(epochs):
-            order = torch.randperm(len(images), generator=generator)
-            for step in range(steps_per_epoch):
-                batch = images[order[step * batch_size:(step + 1) * batch_size]]
-                view1, view2 = (augment_batch(batch, policy, generator) for _ in range(2))
-                loss = model(view1, view2, generator)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                history.append((epoch, epoch * steps_per_epoch + step, loss.item()))
-                bar.update(), bar.set_postfix(loss=f'{loss.item():.3f}', refresh=False)
-    return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
+    # A MoCo model is itself a two-view loss, (view 1, view 2, generator) -> loss; only its query side is trained.
+    return train_on_pairs(model, [p for p in model.parameters() if p.requires_grad], images, policy, epochs, batch_size,
+                          lr, weight_decay, seed, progress, desc)

@@ -174,3 +174,30 @@ def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, s
 ])
 def test_bad_input_gets_a_clear_error(call, error, message):
     with pytest.raises(error, match=message): call()
+
+# --- the shared two-view training loop -------------------------------------------------------------------------------
+
+def test_train_on_pairs_steps_views_and_reproducibility():
+    from contrastive_nb.data import make_shapes
+    from contrastive_nb.infonce import train_on_pairs
+    images = make_shapes(21, size=16, seed=3).images
+    def run(seed):
+        weight, seen = torch.nn.Parameter(torch.ones(())), []
+        def loss(view1, view2, generator):
+            seen.append((tuple(view1.shape), torch.equal(view1, view2)))
+            return (weight * view1.mean() - view2.mean()) ** 2
+        from contrastive_nb.pairs import AugmentationPolicy
+        history = train_on_pairs(loss, [weight], images, AugmentationPolicy(size=16), epochs=2, batch_size=5, lr=0.1,
+                                 seed=seed, progress=False)
+        return history, seen, weight
+    history, seen, weight = run(0)
+    assert list(history.columns) == ['epoch', 'step', 'loss'] and len(history) == 2 * (21 // 5)  # the ragged batch is dropped
+    assert all(shape == (5, 3, 16, 16) and not same for shape, same in seen) and weight.item() != 1.0
+    assert history.equals(run(0)[0]) and not history.equals(run(1)[0])
+
+def test_train_on_pairs_takes_one_step_when_the_batch_exceeds_the_images():
+    from contrastive_nb.infonce import train_on_pairs
+    weight = torch.nn.Parameter(torch.ones(()))
+    history = train_on_pairs(lambda a, b, g: (weight * a.mean() - b.mean()) ** 2, [weight], torch.rand(3, 3, 8, 8),
+                             epochs=2, batch_size=8, progress=False)
+    assert len(history) == 2
