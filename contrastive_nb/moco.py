@@ -21,7 +21,7 @@ from .pairs import AugmentationPolicy
 from .similarity import l2_normalize
 
 # %% auto #0
-__all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'check_momentum', 'momentum_update', 'batch_statistics_only', 'MoCo', 'train_moco']
+__all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'momentum_update', 'batch_statistics_only', 'MoCo', 'train_moco']
 
 # %% ../nbs/06_moco.ipynb #9c957f0d
 def _positive_int(value, name: str) -> int:
@@ -85,7 +85,7 @@ class MoCoQueue(nn.Module):
 # %% ../nbs/06_moco.ipynb #a89ac41b
 BUFFER_POLICIES = ('ema', 'copy', 'keep')
 
-def check_momentum(m: float) -> float:
+def _check_momentum(m: float) -> float:
     "`m` as a float in [0, 1], or a clear error."
     if isinstance(m, Tensor) and m.numel() == 1: m = m.item()
     if isinstance(m, bool) or not isinstance(m, (int, float)): raise TypeError(f"m must be a number in [0, 1], got {type(m).__name__}")
@@ -114,7 +114,7 @@ def momentum_update(
     buffers: str = 'ema', # floating-point buffers (BatchNorm statistics): 'ema' like the weights, 'copy', or 'keep'
 ) -> None:
     "target ← m · target + (1 − m) · online for every parameter and, by default, every floating-point buffer; integer buffers are copied."
-    m = check_momentum(m)
+    m = _check_momentum(m)
     if buffers not in BUFFER_POLICIES: raise ValueError(f"buffers must be one of {BUFFER_POLICIES}, got {buffers!r}")
     for o, t in _paired(dict(online.named_parameters()), dict(target.named_parameters()), 'parameters'):
         t.lerp_(o, 1 - m)  # exact at both ends: weight 1 gives o, weight 0 gives t
@@ -158,7 +158,7 @@ class MoCo(nn.Module):
         self.encoder_k, self.head_k = copy.deepcopy(encoder), copy.deepcopy(head)
         for p in [*self.encoder_k.parameters(), *self.head_k.parameters()]: p.requires_grad_(False)
         self.queue = MoCoQueue(queue_size, _output_dim(head), seed)
-        self.m = check_momentum(m)
+        self.m = _check_momentum(m)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not (math.isfinite(temperature) and temperature > 0):
             raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
         self.temperature, self.symmetric, self.bn_splits = float(temperature), bool(symmetric), _positive_int(bn_splits, 'bn_splits')

@@ -10,7 +10,7 @@ from torch import nn
 
 from contrastive_nb.infonce import info_nce
 from contrastive_nb.models import ProjectionHead, SmallCNN
-from contrastive_nb.moco import MoCo, MoCoQueue, batch_statistics_only, check_momentum, momentum_update, train_moco
+from contrastive_nb.moco import MoCo, MoCoQueue, batch_statistics_only, momentum_update, train_moco
 from contrastive_nb.pairs import AugmentationPolicy
 
 def rand(*shape, seed=0, dtype=torch.float32):
@@ -191,8 +191,9 @@ def test_momentum_outside_unit_interval_is_an_error(m, error):
     with pytest.raises(error, match=r'\[0, 1\]'): momentum_update(online, target, m)
     assert torch.equal(target.weight, before)
 
-def test_check_momentum_accepts_numbers_and_scalar_tensors():
-    assert check_momentum(0) == 0.0 and check_momentum(1) == 1.0 and check_momentum(torch.tensor(0.5)) == 0.5
+def test_momentum_check_accepts_numbers_and_scalar_tensors():
+    from contrastive_nb.moco import _check_momentum
+    assert _check_momentum(0) == 0.0 and _check_momentum(1) == 1.0 and _check_momentum(torch.tensor(0.5)) == 0.5
 
 @pytest.mark.parametrize('target, match', [
     (nn.Linear(2, 3), 'weight'),
