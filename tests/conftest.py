@@ -28,6 +28,19 @@ def pytest_sessionstart(session):
 @pytest.fixture(scope='session')
 def git_status_at_start(request): return request.config.stash['git_status_at_start']
 
+@pytest.fixture(scope='session', autouse=True)
+def working_tree_left_as_found(git_status_at_start):
+    """At the end of the session, whatever tests ran and in whatever order: no tracked file, and no untracked file
+    that git does not ignore, differs from the start. A change is reported as an error at teardown of the last test
+    ("N passed, 1 error"); outside a git checkout there is nothing to compare."""
+    yield
+    if git_status_at_start is None: return
+    now = git_status()
+    if now != git_status_at_start:
+        before, after = set(git_status_at_start.splitlines()), set(now.splitlines())
+        changed = sorted(after - before) + [f'(no longer) {l}' for l in sorted(before - after)]
+        pytest.fail('the tests changed files in the working tree:\n' + '\n'.join(changed), pytrace=False)
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
