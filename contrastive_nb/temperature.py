@@ -1,4 +1,4 @@
-"""One number divides every similarity: how τ sharpens the softmax, decides which negatives the gradient pushes, changes what an encoder learns, and how to learn it safely.
+"""How τ sharpens the softmax, decides which negatives are pushed, and how to learn it safely.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/temperature.html.md"""
 
@@ -12,68 +12,86 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ._checks import check_number, check_temperature, check_tensor
+
 # %% auto #0
 __all__ = ['negative_gradient_shares', 'hardest_negative_share', 'LearnableTemperature']
 
 # %% ../nbs/04_temperature.ipynb #b444dec5
-def _positive_temperature(temperature, name: str = 'temperature') -> float | Tensor:
-    "τ unchanged after checking that every value is a positive finite number; a clear error otherwise."
-    if isinstance(temperature, Tensor):
-        if not temperature.is_floating_point():
-            raise TypeError(f"{name} must be a float or a floating-point tensor, got a tensor of {temperature.dtype}")
-        t = temperature.detach()
-        bad = ~(torch.isfinite(t) & (t > 0))
-        if bad.any(): raise ValueError(f"{name} must be positive and finite, got {t[bad].flatten()[0].item()}")
-        return temperature
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"{name} must be a float or a tensor, got {type(temperature).__name__}")
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {temperature}")
-    return float(temperature)
-
 def _candidates(similarities) -> Tensor:
-    "(..., 1 + K) finite floating-point similarities: the positive first, then at least one negative."
-    if not isinstance(similarities, Tensor): raise TypeError(f"similarities must be a torch.Tensor, got {type(similarities).__name__}")
-    if not similarities.is_floating_point(): raise TypeError(f"similarities must be floating point, got {similarities.dtype}")
+    "(..., 1 + K) finite floating-point similarities: the positive first, then K >= 1 negatives."
+    check_tensor(similarities, 'similarities', dtype='float', finite=True)
     if similarities.ndim == 0 or similarities.shape[-1] < 2:
-        raise ValueError(f"similarities must have shape (..., 1 + K): the positive first, then K >= 1 negatives; "
-                         f"got shape {tuple(similarities.shape)}")
-    if not torch.isfinite(similarities).all(): raise ValueError("similarities contain NaN or inf: a share of the gradient is undefined")
+        raise ValueError("similarities must have shape (..., 1 + K): the positive first, then "
+                         f"K >= 1 negatives; got shape {tuple(similarities.shape)}")
     return similarities
 
+def _per_list_temperature(temperature, lists: torch.Size) -> float | Tensor:
+    "One τ, or a tensor of positive finite τ that broadcasts to the `lists` candidate lists."
+    if not isinstance(temperature, Tensor):
+        return check_temperature(temperature)
+    if temperature.numel() == 1:  # one τ, e.g. a learnable one: keep its graph, add no dimension
+        return check_temperature(temperature.reshape(()))
+    if not temperature.is_floating_point():
+        raise TypeError("temperature must be a float or a floating-point tensor, "
+                        f"got a tensor of {temperature.dtype}")
+    t = temperature.detach()
+    bad = ~(torch.isfinite(t) & (t > 0))
+    if bad.any():
+        raise ValueError(f"temperature must be positive and finite, got {t[bad][0].item()}")
+    try:
+        fits = torch.broadcast_shapes(t.shape, lists) == lists
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"temperature of shape {tuple(t.shape)} does not broadcast to the "
+                         f"{tuple(lists)} candidate lists: give one τ, or one per list")
+    return temperature
+
+# %% ../nbs/04_temperature.ipynb #dd331b01
+def _shares(similarities: Tensor, temperature: float | Tensor) -> Tensor:
+    "softmax(s_k / τ) over the negatives, shifted by the hardest one; no checks."
+    negatives = similarities[..., 1:].double()
+    shifted = negatives - negatives.amax(-1, keepdim=True)  # <= 0: nothing can overflow
+    if isinstance(temperature, Tensor):
+        temperature = temperature.to(shifted.device, torch.float64)[..., None]  # one τ per list
+    return torch.softmax(shifted / temperature, -1).to(similarities.dtype)
+
 def negative_gradient_shares(
-    similarities: Tensor, # (..., 1 + K) similarities to the anchor: the positive first, then K >= 1 negatives
-    temperature: float | Tensor, # τ > 0; a tensor broadcasts against similarities.shape[:-1]
+    similarities: Tensor, # (..., 1 + K) similarities to an anchor: the positive first, then K >= 1
+    temperature: float | Tensor, # τ > 0; a tensor broadcasts to similarities.shape[:-1]
 ) -> Tensor: # (..., K) each negative's share of InfoNCE's push on the negatives; they sum to 1
-    "How InfoNCE splits its gradient among the negatives: softmax(s_k / τ) over the negatives alone (Wang & Liu's relative penalty)."
-    s, t = _candidates(similarities), _positive_temperature(temperature)
-    if isinstance(t, Tensor):
-        try: torch.broadcast_shapes(t.shape, s.shape[:-1])
-        except RuntimeError:
-            raise ValueError(f"temperature of shape {tuple(t.shape)} does not broadcast against the {tuple(s.shape[:-1])} "
-                             "candidate lists: give one τ, or one per list") from None
-        t = t.to(s.device)[..., None]  # one τ per candidate list
-    return torch.softmax(s[..., 1:] / t, -1)
+    "Each negative's share of InfoNCE's push, softmax(s_k / τ) (Wang & Liu's relative penalty)."
+    s = _candidates(similarities)
+    return _shares(s, _per_list_temperature(temperature, s.shape[:-1]))
+
+# %% ../nbs/04_temperature.ipynb #187049ce
+def _temperature_list(temperatures) -> Tensor:
+    "A non-empty 1-D sequence of positive finite temperatures, as float64."
+    if isinstance(temperatures, Tensor) and temperatures.ndim != 1:
+        raise ValueError(f"temperatures must be 1-D, got shape {tuple(temperatures.shape)}")
+    if isinstance(temperatures, (str, bytes)) or not hasattr(temperatures, '__iter__'):
+        raise TypeError(f"temperatures must be a sequence or a 1-D tensor of temperatures, got "
+                        f"{type(temperatures).__name__}; wrap one τ in a list: [{temperatures!r}]")
+    values = [float(check_temperature(t, 'temperatures')) for t in temperatures]
+    if not values: raise ValueError("temperatures is empty: give at least one τ")
+    return torch.tensor(values, dtype=torch.float64)
 
 def hardest_negative_share(
-    similarities: Tensor, # (..., 1 + K) similarities to the anchor: the positive first, then K >= 1 negatives
-    temperatures, # (T,) temperatures, a tensor or a sequence of floats
-) -> Tensor: # (T, ...) the share of the push on the negatives that goes to the most similar one, at each τ
-    "The hardest negative's share of InfoNCE's push on the negatives, as a function of the temperature."
+    similarities: Tensor, # (..., 1 + K) similarities to an anchor: the positive first, then K >= 1
+    temperatures, # (T,) temperatures, a 1-D tensor or a sequence of floats
+) -> Tensor: # (T, ...) the most similar negative's share of the push, at each τ
+    "The hardest negative's share of InfoNCE's push on the negatives, at each temperature."
     s = _candidates(similarities)
-    t = torch.as_tensor(temperatures, dtype=s.dtype, device=s.device)
-    if t.ndim != 1 or len(t) == 0: raise ValueError(f"temperatures must be a non-empty 1-D sequence, got shape {tuple(t.shape)}")
-    # The shares grow with the similarity, so the hardest negative's share is the largest share.
-    return negative_gradient_shares(s, t.reshape(-1, *[1] * (s.ndim - 1))).amax(-1)
+    t = _temperature_list(temperatures).to(s.device)
+    return _shares(s, t.reshape(-1, *[1] * (s.ndim - 1))).amax(-1)
 
-# %% ../nbs/04_temperature.ipynb #dc839211
+# %% ../nbs/04_temperature.ipynb #bd8c0746
 class _ClampedExp(torch.autograd.Function):
-    "exp(x) clamped into [low, high]; the gradient is exp's at the clamped point, never cut off by the clamp."
-    # A plain clamp gives a parameter past a bound a zero gradient and can leave it stuck there for good: a float32
-    # parameter clamped to log(100) rounds to just *past* log(100). Passing the gradient through makes each optimiser
-    # step followed by `clamp_` a projected gradient step. The final clamp on the scale itself makes the bound exact.
+    "exp(x) clamped into [low, high]; the gradient is exp's at the clamped point, never zero."
     @staticmethod
     def forward(ctx, x: Tensor, low: float, high: float) -> Tensor:
+        # Clamp x, exponentiate, then clamp again: float32 rounding of log(high) must not pass high.
         y = x.clamp(math.log(low), math.log(high)).exp().clamp(low, high)
         ctx.save_for_backward(y)
         return y
@@ -83,25 +101,26 @@ class _ClampedExp(torch.autograd.Function):
         y, = ctx.saved_tensors
         return grad * y, None, None
 
+# %% ../nbs/04_temperature.ipynb #dc839211
 class LearnableTemperature(nn.Module):
-    "A trainable τ, stored as CLIP's logit scale log(1/τ) and read clamped so that the scale 1/τ stays in [min_scale, max_scale]."
+    "A trainable τ stored as CLIP's logit scale log(1/τ); 1/τ is read clamped to the scale bounds."
     def __init__(self,
                  init: float = 0.07, # the starting τ (CLIP: 0.07)
                  max_scale: float = 100.0, # the largest scale 1/τ allowed (CLIP: 100, so τ >= 0.01)
                  min_scale: float = 1.0, # the smallest scale 1/τ allowed (OpenCLIP: 1, so τ <= 1)
                 ):
         super().__init__()
-        for name, value in (('max_scale', max_scale), ('min_scale', min_scale)): _positive_temperature(value, name)
-        if min_scale > max_scale: raise ValueError(f"min_scale ({min_scale}) must not exceed max_scale ({max_scale})")
-        init = _positive_temperature(init, 'init')
+        max_scale = check_number(max_scale, 'max_scale', low=0.0, low_open=True)
+        min_scale = check_number(min_scale, 'min_scale', low=0.0, low_open=True)
+        if min_scale > max_scale:
+            raise ValueError(f"min_scale ({min_scale}) must not exceed max_scale ({max_scale})")
+        init = float(check_temperature(init, 'init'))
         if not min_scale <= 1 / init <= max_scale:
-            raise ValueError(f"init = {init} gives a scale 1/τ = {1 / init:.4g} outside [min_scale, max_scale] = "
-                             f"[{min_scale}, {max_scale}]: choose τ in [{1 / max_scale:.4g}, {1 / min_scale:.4g}]")
-        self.min_scale, self.max_scale = float(min_scale), float(max_scale)
+            raise ValueError(f"init = {init} gives a scale 1/τ = {1 / init:.4g} outside "
+                             f"[min_scale, max_scale] = [{min_scale}, {max_scale}]: "
+                             f"choose τ in [{1 / max_scale:.4g}, {1 / min_scale:.4g}]")
+        self.min_scale, self.max_scale = min_scale, max_scale
         self.log_scale = nn.Parameter(torch.tensor(math.log(1 / init)))
-
-    @property
-    def _bounds(self) -> tuple[float, float]: return math.log(self.min_scale), math.log(self.max_scale)
 
     @property
     def scale(self) -> Tensor: # scalar 1/τ in [min_scale, max_scale]
@@ -114,15 +133,17 @@ class LearnableTemperature(nn.Module):
         return 1 / self.scale
 
     def forward(self,
-                similarities: Tensor, # cosine similarities, any shape
+                similarities: Tensor, # cosine similarities, any shape, finite floating point
                ) -> Tensor: # logits: similarities × scale, as in CLIP
+        check_tensor(similarities, 'similarities', dtype='float', finite=True)
         return similarities * self.scale.to(similarities.dtype)
 
     @torch.no_grad()
     def clamp_(self) -> LearnableTemperature:
         "Clamp the parameter itself into the bounds; call it after each optimiser step."
-        self.log_scale.clamp_(*self._bounds)
+        self.log_scale.clamp_(math.log(self.min_scale), math.log(self.max_scale))
         return self
 
     def extra_repr(self) -> str:
-        return f"temperature={self.temperature.item():.4g}, scale in [{self.min_scale:g}, {self.max_scale:g}]"
+        return (f"temperature={self.temperature.item():.4g}, "
+                f"scale in [{self.min_scale:g}, {self.max_scale:g}]")

@@ -125,9 +125,14 @@ def test_bad_temperatures_in_a_sweep(temps):
     with pytest.raises(ValueError, match='temperature'):
         hardest_negative_share(SIMS, temps)
 
-@pytest.mark.parametrize('temps', [[], [[0.1, 0.2]], 0.1])
-def test_temperatures_must_be_a_1d_sequence(temps):
+@pytest.mark.parametrize('temps', [[], torch.ones(2, 2), torch.ones(0)])
+def test_temperatures_must_be_a_nonempty_1d_sequence(temps):
     with pytest.raises(ValueError, match='temperatures'):
+        hardest_negative_share(SIMS, temps)
+
+@pytest.mark.parametrize('temps', [0.1, 'abc', [[0.1, 0.2]], [True], ['0.1'], [None], torch.tensor([1, 2])])
+def test_temperatures_of_the_wrong_type(temps):
+    with pytest.raises(TypeError, match='temperature'):
         hardest_negative_share(SIMS, temps)
 
 @pytest.mark.parametrize('sims, error, match', [
@@ -300,3 +305,56 @@ def test_half_precision_with_a_learnable_temperature_at_the_clamp(dtype):
     value.backward()
     assert torch.isfinite(value) and torch.isfinite(module.log_scale.grad)
     assert math.isclose(value.item(), nt_xent(x, y, temperature=0.01).item(), rel_tol=0.02)
+
+
+# --- robustness added with the shared input checks ------------------------------------------------------------------
+
+@pytest.mark.parametrize('dtype', [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize('tau', [1e-2, 1e-6, 1e-30])
+def test_tiny_temperature_in_any_dtype_is_exact(dtype, tau):
+    # s / τ alone overflows (float16 above 65 504): the shift by the hardest negative keeps it finite
+    sims = torch.tensor([[0.9, 0.8, 0.1, -0.5]], dtype=dtype)
+    shares = negative_gradient_shares(sims, tau)
+    assert shares.dtype == dtype and torch.isfinite(shares).all()
+    assert torch.allclose(shares.double(), torch.tensor([[1.0, 0.0, 0.0]], dtype=F64), atol=1e-4)
+    assert torch.isfinite(hardest_negative_share(sims, [tau, 1.0])).all()
+
+@pytest.mark.parametrize('dtype', [torch.float16, torch.bfloat16])
+def test_half_similarities_match_float64(dtype):
+    sims = torch.rand(5, 7, generator=torch.Generator().manual_seed(3)).to(dtype)
+    got = negative_gradient_shares(sims, 0.1)
+    want = negative_gradient_shares(sims.double(), 0.1)
+    assert got.dtype == dtype and torch.allclose(got.double(), want, atol=1e-2)
+
+def test_one_element_temperature_tensor_adds_no_dimension():
+    for tau in (torch.tensor(0.1), torch.tensor([0.1]), torch.tensor([[0.1]])):
+        assert negative_gradient_shares(SIMS, tau).shape == (2,)
+        assert torch.allclose(negative_gradient_shares(SIMS, tau), negative_gradient_shares(SIMS, 0.1))
+
+def test_temperature_tensor_must_not_add_dimensions():
+    with pytest.raises(ValueError, match='does not broadcast'):
+        negative_gradient_shares(torch.rand(3, 4), torch.full((2, 3), 0.1))
+
+def test_empty_batch_and_noncontiguous_lists():
+    assert negative_gradient_shares(torch.rand(0, 5), 0.1).shape == (0, 4)
+    sims = torch.rand(5, 6, dtype=F64, generator=torch.Generator().manual_seed(4))
+    assert torch.allclose(negative_gradient_shares(sims.T, 0.3), negative_gradient_shares(sims.T.contiguous(), 0.3))
+    assert hardest_negative_share(sims.T, [0.1, 1.0]).shape == (2, 6)
+
+@pytest.mark.parametrize('kwargs', [dict(init=True), dict(init='0.07'), dict(max_scale=None), dict(min_scale=[1.0])])
+def test_learnable_temperature_wrong_types(kwargs):
+    with pytest.raises(TypeError):
+        LearnableTemperature(**kwargs)
+
+@pytest.mark.parametrize('sims, error', [(torch.tensor([1, 0]), TypeError), ([0.5, 0.2], TypeError),
+                                         (torch.tensor([0.5, float('nan')]), ValueError)])
+def test_learnable_temperature_forward_refuses_bad_similarities(sims, error):
+    with pytest.raises(error, match='similarities'):
+        LearnableTemperature()(sims)
+
+def test_learnable_temperature_forward_in_half_precision_stays_finite():
+    module = LearnableTemperature()
+    with torch.no_grad():
+        module.log_scale.fill_(10.0)  # scale clamped to 100
+    logits = module(torch.ones(4, 4, dtype=torch.float16))
+    assert logits.dtype == torch.float16 and torch.isfinite(logits).all() and logits.max().item() == 100.0
