@@ -1,4 +1,4 @@
-"""Negatives beyond the batch: a FIFO queue of past keys, a momentum encoder that keeps them comparable, and the details — read before you enqueue, wrap-around, BatchNorm's leak — that decide whether it works.
+"""Negatives beyond the batch: a queue of past keys, kept comparable by a slow momentum encoder
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/moco.html.md"""
 
@@ -8,7 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/moco.html.md"""
 from __future__ import annotations
 
 import copy
-import math
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,32 +16,51 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
+from ._checks import (check_choice, check_int, check_positive_int, check_probability,
+                                    check_temperature, check_tensor)
+from .augment import AugmentationPolicy
 from .infonce import info_nce, train_on_pairs
-from .pairs import AugmentationPolicy
 from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'momentum_update', 'batch_statistics_only', 'MoCo', 'train_moco']
 
-# %% ../nbs/06_moco.ipynb #9c957f0d
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+# %% ../nbs/06_moco.ipynb #6ac298e7
+def _checked_keys(
+    keys, # the batch given to `MoCoQueue.enqueue`
+    buffer: Tensor, # the queue's (K, D) keys
+) -> Tensor: # `keys`, unchanged
+    "`keys` if it is a (B, D) floating-point batch on the queue's device, each row a direction."
+    check_tensor(keys, 'keys', dtype='float')
+    if keys.ndim != 2 or keys.shape[1] != buffer.shape[1]:
+        raise ValueError(f"keys must have shape (B, {buffer.shape[1]}) for this queue, "
+                         f"got {tuple(keys.shape)}")
+    if keys.device != buffer.device:
+        raise ValueError(f"keys are on {keys.device} but the queue is on {buffer.device}; "
+                         "move the queue with .to(device)")
+    broken = ~torch.isfinite(keys).all(1) | (keys == 0).all(1)
+    if broken.any():
+        raise ValueError(f"keys has {int(broken.sum())} zero, NaN or infinite row(s), the first "
+                         f"at row {int(broken.nonzero()[0])}: a key needs a direction. "
+                         "Look upstream: a diverged key encoder, an overflow in float16")
+    return keys
 
+# %% ../nbs/06_moco.ipynb #9c957f0d
 class MoCoQueue(nn.Module):
-    "A FIFO ring buffer of `size` unit keys of `dim` features, MoCo's negatives: read `negatives()`, then `enqueue` the batch."
+    "A FIFO ring buffer of `size` unit keys, MoCo's negatives: read `negatives()`, then `enqueue`."
     def __init__(self,
                  size: int, # K: the number of keys it holds
                  dim: int, # D: the features of each key
                  seed: int = 0, # seeds the random unit vectors it starts with
                 ):
         super().__init__()
-        _positive_int(size, 'size'), _positive_int(dim, 'dim')
-        start = torch.randn(size, dim, generator=torch.Generator().manual_seed(seed))
+        size = check_positive_int(size, 'size')
+        dim = check_positive_int(dim, 'dim')
+        generator = torch.Generator().manual_seed(check_int(seed, 'seed'))
+        start = l2_normalize(torch.randn(size, dim, generator=generator))
         # Buffers, not attributes: they go into state_dict and follow .to(device) with the model.
-        self.register_buffer('keys', l2_normalize(start))
-        self.register_buffer('pointer', torch.zeros((), dtype=torch.long))  # the next slot to write, which holds the oldest key
+        self.register_buffer('keys', start)
+        self.register_buffer('pointer', torch.zeros((), dtype=torch.long))  # next slot = oldest key
         self.register_buffer('seen', torch.zeros((), dtype=torch.long))  # keys enqueued so far
 
     @property
@@ -59,114 +78,145 @@ class MoCoQueue(nn.Module):
 
     @torch.no_grad()
     def enqueue(self,
-                keys: Tensor, # (B, dim) new keys, any B ≥ 0, on the queue's device; normalised on the way in
+                keys: Tensor, # (B, dim) new keys, any B >= 0, on the queue's device
                ) -> None:
-        "Write a batch of keys over the oldest ones; of a batch longer than the queue, its last `size` keys stay."
-        if not isinstance(keys, Tensor): raise TypeError(f"keys must be a torch.Tensor, got {type(keys).__name__}")
-        if keys.ndim != 2 or keys.shape[1] != self.dim:
-            raise ValueError(f"keys must have shape (B, {self.dim}) for this queue, got {tuple(keys.shape)}")
-        if not keys.is_floating_point(): raise TypeError(f"keys must be floating point, got {keys.dtype}; convert them with .float()")
-        if keys.device != self.keys.device:
-            raise ValueError(f"keys are on {keys.device} but the queue is on {self.keys.device}; move the queue with .to(device)")
+        "Write a batch of keys over the oldest ones; of a batch longer than K, its last K stay."
+        keys = _checked_keys(keys, self.keys)
         n, start = len(keys), int(self.pointer)
         if n == 0: return
-        broken = ~torch.isfinite(keys).all(1) | (keys == 0).all(1)
-        if broken.any():
-            raise ValueError(f"keys has {int(broken.sum())} zero, NaN or infinite row(s), the first at row {int(broken.nonzero()[0])}: "
-                             "a key needs a direction. Look upstream: a diverged key encoder, an overflow in float16.")
-        keep = min(n, self.size)
-        # Key j of the batch belongs in slot (start + j) mod size. When n > size a later key would overwrite an earlier one
-        # in the same slot, so only the last `size` keys are written, each into its own slot.
+        keep = min(n, self.size)  # a longer batch would overwrite its own first keys
         slots = (start + torch.arange(n - keep, n, device=keys.device)) % self.size
         self.keys.index_copy_(0, slots, l2_normalize(keys[n - keep:]).to(self.keys.dtype))
         self.pointer.fill_((start + n) % self.size)
         self.seen.add_(n)
 
-# %% ../nbs/06_moco.ipynb #a89ac41b
+# %% ../nbs/06_moco.ipynb #7724e052
 BUFFER_POLICIES = ('ema', 'copy', 'keep')
 
-def _check_momentum(m: float) -> float:
-    "`m` as a float in [0, 1], or a clear error."
-    if isinstance(m, Tensor) and m.numel() == 1: m = m.item()
-    if isinstance(m, bool) or not isinstance(m, (int, float)): raise TypeError(f"m must be a number in [0, 1], got {type(m).__name__}")
-    if not 0 <= m <= 1:  # also rejects NaN
-        raise ValueError(f"m must lie in [0, 1] (0: the target copies the online network, 1: the target is frozen), got {m}")
-    return float(m)
-
-def _paired(online: dict[str, Tensor], target: dict[str, Tensor], what: str) -> list[tuple[Tensor, Tensor]]:
-    "The tensors of the same name in both networks, or a ValueError at the first name, shape, dtype or device that differs."
+def _paired(
+    online: dict[str, Tensor], # name -> tensor of the online network
+    target: dict[str, Tensor], # the same for its copy
+    what: str, # 'parameters' or 'buffers', for the message
+) -> list[tuple[Tensor, Tensor]]: # (online, target) pairs
+    "Pairs of same-named tensors, or a ValueError at the first name, shape, dtype or device apart."
     if online.keys() != target.keys():
-        raise ValueError(f"online and target have different {what}, e.g. {sorted(set(online) ^ set(target))[:3]}; "
-                         "the target must be a copy of the online network (copy.deepcopy)")
+        differ = sorted(set(online) ^ set(target))[:3]
+        raise ValueError(f"online and target have different {what}, e.g. {differ}; the target "
+                         "must be a copy of the online network (copy.deepcopy)")
     for name, o in online.items():
         t = target[name]
-        if o.shape != t.shape: raise ValueError(f"{name!r} is {tuple(o.shape)} in online but {tuple(t.shape)} in target")
+        if o.shape != t.shape:
+            raise ValueError(f"{name!r} is {tuple(o.shape)} in online but {tuple(t.shape)} "
+                             "in target")
         if (o.dtype, o.device) != (t.dtype, t.device):
-            raise ValueError(f"{name!r} is {o.dtype} on {o.device} in online but {t.dtype} on {t.device} in target; "
-                             "move both networks with .to(...)")
+            raise ValueError(f"{name!r} is {o.dtype} on {o.device} in online but {t.dtype} on "
+                             f"{t.device} in target; move both networks with .to(...)")
     return [(online[name], target[name]) for name in online]
 
+# %% ../nbs/06_moco.ipynb #a89ac41b
 @torch.no_grad()
 def momentum_update(
     online: nn.Module, # the network trained by gradient descent (MoCo's query encoder)
     target: nn.Module, # its momentum copy (the key encoder), updated in place
     m: float, # momentum in [0, 1]: 0 makes target a copy of online, 1 freezes target
-    buffers: str = 'ema', # floating-point buffers (BatchNorm statistics): 'ema' like the weights, 'copy', or 'keep'
+    buffers: str = 'ema', # floating-point buffers: 'ema' like the weights, 'copy', or 'keep'
 ) -> None:
-    "target ← m · target + (1 − m) · online for every parameter and, by default, every floating-point buffer; integer buffers are copied."
-    m = _check_momentum(m)
-    if buffers not in BUFFER_POLICIES: raise ValueError(f"buffers must be one of {BUFFER_POLICIES}, got {buffers!r}")
-    for o, t in _paired(dict(online.named_parameters()), dict(target.named_parameters()), 'parameters'):
+    "target ← m · target + (1 − m) · online for parameters and (by default) float buffers."
+    for name, module in (('online', online), ('target', target)):
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+    m = check_probability(m, 'm')
+    check_choice(buffers, 'buffers', BUFFER_POLICIES)
+    parameters = _paired(dict(online.named_parameters()), dict(target.named_parameters()),
+                         'parameters')
+    states = ([] if buffers == 'keep'
+              else _paired(dict(online.named_buffers()), dict(target.named_buffers()), 'buffers'))
+    for o, t in parameters:
         t.lerp_(o, 1 - m)  # exact at both ends: weight 1 gives o, weight 0 gives t
-    if buffers == 'keep': return
-    for o, t in _paired(dict(online.named_buffers()), dict(target.named_buffers()), 'buffers'):
-        if buffers == 'copy' or not t.is_floating_point(): t.copy_(o)  # counters are not averages
-        else: t.lerp_(o, 1 - m)
+    for o, t in states:
+        if buffers == 'copy' or not t.is_floating_point():
+            t.copy_(o)  # counters are not averages
+        else:
+            t.lerp_(o, 1 - m)
 
 # %% ../nbs/06_moco.ipynb #5c3a9ba5
 @contextmanager
-def batch_statistics_only(module: nn.Module) -> Iterator[None]:
-    "Inside this context, BatchNorm layers in training mode normalise with batch statistics but leave their running averages alone."
-    layers = [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
+def batch_statistics_only(
+    module: nn.Module, # a network; its BatchNorm layers are affected
+) -> Iterator[None]:
+    "Inside, BatchNorm layers in training mode use batch statistics and keep running averages."
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    layers = [layer for layer in module.modules()
+              if isinstance(layer, nn.modules.batchnorm._BatchNorm) and layer.track_running_stats]
     for layer in layers: layer.track_running_stats = False
-    try: yield
+    try:
+        yield
     finally:
         for layer in layers: layer.track_running_stats = True
 
 # %% ../nbs/06_moco.ipynb #ca4ad74d
 def _output_dim(head: nn.Module) -> int:
-    "The embedding length of a head: its `out_dim` attribute, else the output features of its last nn.Linear."
+    "The embedding length of a head: its `out_dim`, else the output features of its last nn.Linear."
     if isinstance(getattr(head, 'out_dim', None), int): return head.out_dim
-    linears = [m for m in head.modules() if isinstance(m, nn.Linear)]
-    if not linears: raise ValueError("cannot tell the head's output length: give the head an `out_dim` attribute")
+    linears = [layer for layer in head.modules() if isinstance(layer, nn.Linear)]
+    if not linears:
+        raise ValueError("cannot tell the head's output length: give it an `out_dim` attribute")
     return linears[-1].out_features
 
+def _check_views(view1, view2, bn_splits: int, like: Tensor | None) -> None:
+    "Two finite float batches of one shape, splittable, with the encoder's dtype and device."
+    for name, view in (('view1', view1), ('view2', view2)):
+        check_tensor(view, name, dtype='float', finite=True)
+        if view.ndim < 2:
+            raise ValueError(f"{name} must be a batch (B, ...), got shape {tuple(view.shape)}")
+    if view1.shape != view2.shape:
+        raise ValueError(f"view1 {tuple(view1.shape)} and view2 {tuple(view2.shape)} "
+                         "must have the same shape")
+    if len(view1) < 2 * bn_splits:
+        raise ValueError(f"a batch of {len(view1)} cannot be split into bn_splits = {bn_splits} "
+                         "sub-batches of at least 2")
+    if like is not None and view1.dtype != like.dtype:
+        raise TypeError(f"the views are {view1.dtype} but the encoder is {like.dtype}; "
+                        f"convert the views with .to({like.dtype})")
+    if like is not None and view1.device != like.device:
+        raise ValueError(f"the views are on {view1.device} but the encoder is on {like.device}; "
+                         "move them with .to(device)")
+
+# %% ../nbs/06_moco.ipynb #0f1c2d3e
 class MoCo(nn.Module):
-    "MoCo: InfoNCE between a query encoder and its momentum copy, with a queue of past keys as the negatives."
+    "MoCo: InfoNCE between a query encoder and its momentum copy, past keys as negatives."
     def __init__(self,
                  encoder: nn.Module, # (B, ...) inputs -> (B, F) features; becomes the query encoder
                  head: nn.Module, # (B, F) -> (B, D) embeddings for the loss
                  queue_size: int = 4096, # K: negatives in the queue
                  m: float = 0.99, # momentum of the key encoder, in [0, 1]
                  temperature: float = 0.1, # τ of the InfoNCE loss
-                 symmetric: bool = False, # also score view 2's queries against view 1's keys, and average
-                 bn_splits: int = 1, # single-device shuffle-BN: encode in this many sub-batches, keys shuffled across them
+                 symmetric: bool = False, # also view 2's queries against view 1's keys; average
+                 bn_splits: int = 1, # shuffle-BN on one device: sub-batches, keys shuffled
                  seed: int = 0, # seeds the queue's starting vectors
                 ):
         super().__init__()
+        for name, module in (('encoder', encoder), ('head', head)):
+            if not isinstance(module, nn.Module):
+                raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+        if not isinstance(symmetric, bool):
+            raise TypeError(f"symmetric must be True or False, got {symmetric!r}")
+        self.m = check_probability(m, 'm')
+        self.temperature = float(check_temperature(temperature))
+        self.symmetric = symmetric
+        self.bn_splits = check_positive_int(bn_splits, 'bn_splits')
         self.encoder_q, self.head_q = encoder, head
         self.encoder_k, self.head_k = copy.deepcopy(encoder), copy.deepcopy(head)
         for p in [*self.encoder_k.parameters(), *self.head_k.parameters()]: p.requires_grad_(False)
         self.queue = MoCoQueue(queue_size, _output_dim(head), seed)
-        self.m = _check_momentum(m)
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not (math.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
-        self.temperature, self.symmetric, self.bn_splits = float(temperature), bool(symmetric), _positive_int(bn_splits, 'bn_splits')
 
-    def extra_repr(self) -> str: return f"m={self.m}, temperature={self.temperature}, symmetric={self.symmetric}, bn_splits={self.bn_splits}"
+    def extra_repr(self) -> str:
+        return (f"m={self.m}, temperature={self.temperature}, symmetric={self.symmetric}, "
+                f"bn_splits={self.bn_splits}")
 
     def _encode(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
-        "Embeddings of `x`; each sub-batch is its own forward pass, so BatchNorm sees one sub-batch at a time."
+        "Embeddings of `x`, one forward pass per sub-batch: BatchNorm sees one at a time."
         return torch.cat([head(encoder(part)) for part in x.tensor_split(self.bn_splits)])
 
     @torch.no_grad()
@@ -176,48 +226,60 @@ class MoCo(nn.Module):
             if self.bn_splits == 1: return self._encode(self.encoder_k, self.head_k, x)
             order = torch.randperm(len(x), generator=generator).to(x.device)
             shuffled = self._encode(self.encoder_k, self.head_k, x[order])
-        return torch.empty_like(shuffled).index_copy_(0, order, shuffled)  # row order[i] of the result is shuffled row i
+        # row order[i] of the result is shuffled row i: every key back in its query's row
+        return torch.empty_like(shuffled).index_copy_(0, order, shuffled)
 
     def forward(self,
                 view1: Tensor, # (B, ...) first view of each source: the queries
                 view2: Tensor, # (B, ...) second view: the positive keys
-                generator: torch.Generator | None = None, # draws the shuffle of shuffle-BN (a CPU generator)
+                generator: torch.Generator | None = None, # draws shuffle-BN's shuffle (CPU)
                ) -> Tensor: # the InfoNCE loss, a scalar
-        "The MoCo loss of two views; in training mode also moves the key encoder and then enqueues the new keys."
-        if not (isinstance(view1, Tensor) and isinstance(view2, Tensor)):
-            raise TypeError(f"view1 and view2 must be tensors, got {type(view1).__name__} and {type(view2).__name__}")
-        if view1.shape != view2.shape: raise ValueError(f"view1 {tuple(view1.shape)} and view2 {tuple(view2.shape)} must have the same shape")
-        if len(view1) < 2 * self.bn_splits:
-            raise ValueError(f"a batch of {len(view1)} cannot be split into bn_splits = {self.bn_splits} sub-batches of at least 2")
+        "The MoCo loss of two views; in training mode also moves the key side, enqueues the keys."
+        _check_views(view1, view2, self.bn_splits, next(self.encoder_q.parameters(), None))
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError("generator must be a torch.Generator or None, "
+                            f"got {type(generator).__name__}")
         pairs = ((view1, view2), (view2, view1)) if self.symmetric else ((view1, view2),)
         queries = [self._encode(self.encoder_q, self.head_q, a) for a, _ in pairs]
         if self.training:  # the key side moves before it encodes, as in MoCo's official code
             momentum_update(self.encoder_q, self.encoder_k, self.m)
             momentum_update(self.head_q, self.head_k, self.m)
         keys = [self._keys(b, generator) for _, b in pairs]
-        negatives = self.queue.negatives()  # read before this batch's keys go in: a key is never its own negative
-        loss = sum(info_nce(q, k, negatives, self.temperature) for q, k in zip(queries, keys)) / len(pairs)
+        negatives = self.queue.negatives()  # read before this batch's keys go in
+        losses = [info_nce(q, k, negatives, self.temperature) for q, k in zip(queries, keys)]
         if self.training: self.queue.enqueue(torch.cat(keys))
-        return loss
+        return sum(losses) / len(losses)
 
 # %% ../nbs/06_moco.ipynb #e47d216b
 def train_moco(
-    model: MoCo, # trained in place
-    images: Tensor, # (N, 3, H, W) training images, float in [0, 1]
-    policy: AugmentationPolicy = AugmentationPolicy(), # how each of the two views is drawn
+    model: MoCo, # trained in place; only its query side is given to the optimiser
+    images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
+    policy: AugmentationPolicy | None = None, # how views are drawn; None: train_on_pairs's default
     epochs: int = 10, # passes over the images
-    batch_size: int = 256, # sources per step
-    lr: float = 1e-3, # Adam's learning rate
-    weight_decay: float = 1e-6, # Adam's weight decay
-    seed: int = 0, # batches, augmentations and the shuffle of shuffle-BN are reproducible from it
-    progress: bool = True, # show a progress bar
-    desc: str = 'MoCo', # the progress bar's label
+    batch_size: int = 256, # sources per step, at least 2 × model.bn_splits
+    **options, # lr, weight_decay, seed, progress, desc: passed on to `train_on_pairs`
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Train a `MoCo` model on two augmented views of each image; return the loss of every step."
-    if not isinstance(model, MoCo): raise TypeError(f"model must be a MoCo, got {type(model).__name__}")
-    if batch_size < 2 * model.bn_splits: raise ValueError(f"batch_size must be at least 2 × bn_splits = {2 * model.bn_splits}, got {batch_size}")
-    if len(images) < batch_size: raise ValueError(f"need at least batch_size = {batch_size} images, got {len(images)}")
+    if not isinstance(model, MoCo):
+        raise TypeError(f"model must be a MoCo, got {type(model).__name__}")
+    batch_size = check_positive_int(batch_size, 'batch_size')
+    if batch_size < 2 * model.bn_splits:
+        raise ValueError(f"batch_size must be at least 2 × bn_splits = {2 * model.bn_splits}, "
+                         f"got {batch_size}")
+    fixed = {'pair_loss', 'parameters', 'images', 'epochs', 'batch_size'}
+    allowed = set(inspect.signature(train_on_pairs).parameters) - fixed
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise TypeError(f"train_moco got unknown option(s) {unknown}; it passes on "
+                        f"{sorted(allowed)}. "
+                        "Settings of the method (m, queue_size, temperature) belong to MoCo(...)")
+    check_tensor(images, 'images', ndim=4, nonempty=True)
+    if len(images) < batch_size:
+        raise ValueError(f"need at least batch_size = {batch_size} images, got {len(images)}")
+    if policy is not None: options['policy'] = policy
+    options.setdefault('desc', 'MoCo')
     model.train()
-    # A MoCo model is itself a two-view loss, (view 1, view 2, generator) -> loss; only its query side is trained.
-    return train_on_pairs(model, [p for p in model.parameters() if p.requires_grad], images, policy, epochs, batch_size,
-                          lr, weight_decay, seed, progress, desc)
+    # A MoCo model is itself a two-view loss, (view 1, view 2, generator) -> loss.
+    query_side = [p for p in model.parameters() if p.requires_grad]
+    return train_on_pairs(model, query_side, images, epochs=epochs, batch_size=batch_size,
+                          **options)

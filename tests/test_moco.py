@@ -1,4 +1,4 @@
-"""Package tests for contrastive_nb.moco: the key queue, the momentum update, the MoCo model and its training loop."""
+"""Package tests for contrastive_nb.moco: the key queue, the momentum update, the MoCo model, its training loop."""
 import copy
 import math
 
@@ -11,7 +11,7 @@ from torch import nn
 from contrastive_nb.infonce import info_nce
 from contrastive_nb.models import ProjectionHead, SmallCNN
 from contrastive_nb.moco import MoCo, MoCoQueue, batch_statistics_only, momentum_update, train_moco
-from contrastive_nb.pairs import AugmentationPolicy
+from contrastive_nb.augment import AugmentationPolicy
 
 def rand(*shape, seed=0, dtype=torch.float32):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
@@ -120,9 +120,29 @@ def test_enqueue_rejects_bad_keys(keys, error, match):
     with pytest.raises(error, match=match): queue.enqueue(keys)
     assert torch.equal(queue.keys, before) and int(queue.pointer) == 0
 
-@pytest.mark.parametrize('size, dim', [(0, 4), (4, 0), (-1, 4), (2.5, 4), (True, 4)])
-def test_queue_rejects_bad_sizes(size, dim):
-    with pytest.raises(ValueError, match='positive int'): MoCoQueue(size, dim)
+@pytest.mark.parametrize('size, dim, seed, error, match', [
+    (0, 4, 0, ValueError, 'size'), (4, 0, 0, ValueError, 'dim'), (-1, 4, 0, ValueError, 'size'),
+    (2.5, 4, 0, TypeError, 'size'), (True, 4, 0, TypeError, 'size'), (4, '8', 0, TypeError, 'dim'),
+    (4, 4, 1.5, TypeError, 'seed'), (4, 4, None, TypeError, 'seed')])
+def test_queue_rejects_bad_sizes(size, dim, seed, error, match):
+    with pytest.raises(error, match=match): MoCoQueue(size, dim, seed)
+
+def test_queue_is_full_exactly_when_every_start_vector_is_gone():
+    queue = MoCoQueue(4, 8)
+    queue.enqueue(one_hot([0, 1, 2], 8))
+    assert not queue.full
+    queue.enqueue(one_hot([3], 8))
+    assert queue.full and int(queue.pointer) == 0
+    assert repr(queue) == 'MoCoQueue(size=4, dim=8, seen=4)'
+
+@pytest.mark.parametrize('layout', ['half', 'non-contiguous', 'double'])
+def test_enqueue_accepts_any_floating_layout(layout):
+    keys = rand(8, 3)
+    given = {'half': keys.half(), 'non-contiguous': keys.T.contiguous().T, 'double': keys.double()}[layout]
+    queue = MoCoQueue(4, 3)
+    queue.enqueue(given)
+    assert queue.keys.dtype == torch.float32
+    assert torch.allclose(queue.negatives(), F.normalize(keys[-4:], dim=1), atol=1e-3)
 
 # --- momentum update -------------------------------------------------------------------------------------------------
 
@@ -188,12 +208,29 @@ def test_momentum_update_by_hand():
 def test_momentum_outside_unit_interval_is_an_error(m, error):
     online, target = nn.Linear(2, 2), nn.Linear(2, 2)
     before = target.weight.clone()
-    with pytest.raises(error, match=r'\[0, 1\]'): momentum_update(online, target, m)
+    with pytest.raises(error, match='m must'): momentum_update(online, target, m)
     assert torch.equal(target.weight, before)
 
-def test_momentum_check_accepts_numbers_and_scalar_tensors():
-    from contrastive_nb.moco import _check_momentum
-    assert _check_momentum(0) == 0.0 and _check_momentum(1) == 1.0 and _check_momentum(torch.tensor(0.5)) == 0.5
+@pytest.mark.parametrize('m, want', [(0, 1.0), (1, 0.0), (torch.tensor(0.5), 0.5), (0.25, 0.75)])
+def test_momentum_accepts_numbers_and_scalar_tensors(m, want):
+    online, target = nn.Linear(1, 1, bias=False), nn.Linear(1, 1, bias=False)
+    nn.init.ones_(online.weight)
+    nn.init.zeros_(target.weight)
+    momentum_update(online, target, m)
+    assert target.weight.item() == pytest.approx(want)
+
+def test_momentum_update_rejects_non_modules():
+    with pytest.raises(TypeError, match='online'): momentum_update([1.0], nn.Linear(2, 2), 0.5)
+    with pytest.raises(TypeError, match='target'): momentum_update(nn.Linear(2, 2), torch.ones(2), 0.5)
+
+def test_momentum_update_checks_everything_before_changing_anything():
+    "Parameters match but buffers do not: nothing may be half-updated."
+    online, target = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)), nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    target[1].register_buffer('extra', torch.zeros(1))
+    before = snapshot(target)
+    with pytest.raises(ValueError, match='buffers'): momentum_update(online, target, 0.5)
+    assert all(torch.equal(v, before[k]) for k, v in target.state_dict().items())
+    momentum_update(online, target, 0.5, buffers='keep')  # buffers are not paired when kept
 
 @pytest.mark.parametrize('target, match', [
     (nn.Linear(2, 3), 'weight'),
@@ -205,7 +242,8 @@ def test_momentum_update_rejects_networks_that_are_not_copies(target, match):
     with pytest.raises(ValueError, match=match): momentum_update(nn.Linear(2, 2), target, 0.9)
 
 def test_unknown_buffer_policy():
-    with pytest.raises(ValueError, match='buffers'): momentum_update(nn.Linear(2, 2), nn.Linear(2, 2), 0.9, buffers='mean')
+    with pytest.raises(ValueError, match='buffers'):
+        momentum_update(nn.Linear(2, 2), nn.Linear(2, 2), 0.9, buffers='mean')
 
 def test_batch_statistics_only_normalises_by_the_batch_and_keeps_running_stats():
     torch.manual_seed(0)
@@ -214,6 +252,14 @@ def test_batch_statistics_only_normalises_by_the_batch_and_keeps_running_stats()
     with batch_statistics_only(bn): y = bn(x)
     assert torch.equal(bn.running_mean, torch.zeros(3)) and int(bn.num_batches_tracked) == 0 and bn.track_running_stats
     assert torch.allclose(y.mean(0), torch.zeros(3), atol=1e-5)  # batch statistics were used
+
+def test_batch_statistics_only_restores_tracking_after_an_error_and_leaves_untracked_layers():
+    net = nn.Sequential(nn.BatchNorm1d(3), nn.BatchNorm1d(3, track_running_stats=False))
+    with pytest.raises(RuntimeError, match='boom'):
+        with batch_statistics_only(net): raise RuntimeError('boom')
+    assert net[0].track_running_stats and not net[1].track_running_stats
+    with pytest.raises(TypeError, match='module'):
+        with batch_statistics_only(torch.ones(3)): pass
 
 # --- MoCo --------------------------------------------------------------------------------------------------------------
 
@@ -229,27 +275,52 @@ def views(n=12, seed=0):
 def key_params(model): return [p.detach().clone() for p in [*model.encoder_k.parameters(), *model.head_k.parameters()]]
 def query_params(model): return [p.detach().clone() for p in [*model.encoder_q.parameters(), *model.head_q.parameters()]]
 
-def algorithm_1(model, x_q, x_k):
-    "MoCo's pseudocode, step by step, on `model` (changed in place): the loss and the normalised keys."
-    q = F.normalize(model.head_q(model.encoder_q(x_q)), dim=1)
-    with torch.no_grad():
-        for f_q, f_k in ((model.encoder_q, model.encoder_k), (model.head_q, model.head_k)):
-            for p_q, p_k in zip(f_q.parameters(), f_k.parameters()): p_k.mul_(model.m).add_(p_q, alpha=1 - model.m)
-        with batch_statistics_only(model.encoder_k), batch_statistics_only(model.head_k):
-            k = F.normalize(model.head_k(model.encoder_k(x_k)), dim=1)
-    logits = torch.cat([(q * k).sum(1, keepdim=True), q @ model.queue.keys.T], 1) / model.temperature
-    return F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long)), k
+def reference_step(model, x_q, x_k):
+    """One MoCo step from parts tested on their own: `momentum_update`, batch-statistics keys and `info_nce`
+    against the queue as it was before the step (the pseudocode replay lives in the lesson). Changes `model`."""
+    q = model.head_q(model.encoder_q(x_q))
+    momentum_update(model.encoder_q, model.encoder_k, model.m)
+    momentum_update(model.head_q, model.head_k, model.m)
+    with torch.no_grad(), batch_statistics_only(model.encoder_k), batch_statistics_only(model.head_k):
+        k = model.head_k(model.encoder_k(x_k))
+    negatives = model.queue.negatives()
+    loss = info_nce(q, k, negatives, model.temperature)
+    return loss, F.normalize(torch.cat([negatives, k]), dim=1)[-model.queue.size:]
 
-def test_forward_matches_algorithm_1_and_reads_before_enqueue():
+def test_forward_matches_the_reference_step_and_reads_before_enqueue():
     model = tiny_moco()
-    x1, x2 = views()
-    for step in range(3):  # later steps have real keys in the queue, including the previous batch's
+    for step in range(4):  # later steps have real keys in the queue, including the previous batch's; 48 > 40 wraps
+        x1, x2 = views(seed=step)
         replica = copy.deepcopy(model)
         loss = model(x1, x2)
-        want, keys = algorithm_1(replica, x1, x2)  # uses the queue as it was before this step
-        assert loss.ndim == 0 and torch.isfinite(loss) and torch.isclose(loss, want, atol=1e-5), step
-        assert torch.allclose(model.queue.negatives()[-12:], keys, atol=1e-5)  # then this batch's keys are enqueued
-    assert int(model.queue.seen) == 36 and int(model.queue.pointer) == 36 % 40
+        want, queue = reference_step(replica, x1, x2)
+        assert loss.ndim == 0 and torch.isclose(loss, want, atol=1e-5), step
+        assert torch.allclose(model.queue.negatives(), queue, atol=1e-5), step
+        assert all(torch.equal(a, b) for a, b in zip(key_params(model), key_params(replica)))
+    assert int(model.queue.seen) == 48 and int(model.queue.pointer) == 48 % 40
+
+def test_key_side_running_statistics_are_the_ema_of_the_query_side():
+    "The key encoder's BatchNorm statistics move only by the momentum update, with the same m as the weights."
+    model = tiny_moco(m=0.75)
+    x1, x2 = views()
+    model.encoder_q(x1 * 3 + 1)  # the query side's statistics drift away from the key side's
+    running = lambda net: {k: v.clone() for k, v in net.state_dict().items() if 'running' in k}
+    counters = lambda net: {k: v.clone() for k, v in net.state_dict().items() if 'num_batches' in k}
+    key_before = running(model.encoder_k)
+    model(x1, x2)  # queries first (their statistics move again), then the momentum update, then the keys
+    query_after, key_after = running(model.encoder_q), running(model.encoder_k)
+    assert key_after.keys() == key_before.keys() and len(key_after) > 0
+    for name in key_after:
+        assert torch.allclose(key_after[name], 0.75 * key_before[name] + 0.25 * query_after[name], atol=1e-6), name
+    key_counters, query_counters = counters(model.encoder_k), counters(model.encoder_q)
+    assert all(torch.equal(key_counters[k], query_counters[k]) for k in key_counters)  # copied, not averaged
+
+def test_m_zero_copies_the_whole_key_side_buffers_included():
+    "With m = 0 the whole key side (encoder and head, buffers included) is the query side after a step."
+    model = tiny_moco(m=0.0)
+    model(*views())
+    for net_q, net_k in ((model.encoder_q, model.encoder_k), (model.head_q, model.head_k)):
+        assert all(torch.equal(a, b) for a, b in zip(net_q.state_dict().values(), net_k.state_dict().values()))
 
 def test_a_batch_is_never_its_own_negative():
     "Queries equal to their keys (m = 0, same view twice, no batch dependence): read-first keeps the loss far below log 2."
@@ -363,21 +434,59 @@ def test_head_without_out_dim_uses_its_last_linear():
 @pytest.mark.parametrize('kwargs, error, match', [
     ({'m': 1.2}, ValueError, r'\[0, 1\]'),
     ({'m': -0.5}, ValueError, r'\[0, 1\]'),
+    ({'m': True}, TypeError, 'm must'),
+    ({'m': '0.9'}, TypeError, 'm must'),
     ({'temperature': 0}, ValueError, 'temperature'),
+    ({'temperature': -0.1}, ValueError, 'temperature'),
     ({'temperature': float('nan')}, ValueError, 'temperature'),
+    ({'temperature': float('inf')}, ValueError, 'temperature'),
+    ({'temperature': True}, TypeError, 'temperature'),
     ({'queue_size': 0}, ValueError, 'size'),
+    ({'queue_size': 2.5}, TypeError, 'size'),
     ({'bn_splits': 0}, ValueError, 'bn_splits'),
+    ({'bn_splits': 2.0}, TypeError, 'bn_splits'),
+    ({'symmetric': 'no'}, TypeError, 'symmetric'),
+    ({'symmetric': 1}, TypeError, 'symmetric'),
+    ({'seed': 0.5}, TypeError, 'seed'),
 ])
 def test_moco_rejects_bad_settings(kwargs, error, match):
     with pytest.raises(error, match=match): tiny_moco(**kwargs)
 
+def test_moco_rejects_non_modules_and_accepts_a_scalar_tensor_temperature():
+    with pytest.raises(TypeError, match='encoder'): MoCo(lambda x: x, nn.Linear(2, 2))
+    with pytest.raises(TypeError, match='head'): MoCo(nn.Flatten(), 'head')
+    model = tiny_moco(temperature=torch.tensor(0.2), m=torch.tensor(0.5))
+    assert model.temperature == pytest.approx(0.2) and model.m == 0.5 and isinstance(model.temperature, float)
+    assert 'm=0.5' in repr(model) and 'bn_splits=1' in repr(model)
+
 def test_moco_rejects_bad_views():
     model = tiny_moco(bn_splits=4)
     x1, x2 = views(6)
+    before = snapshot(model)
     with pytest.raises(ValueError, match='same shape'): model(x1, x2[:5])
     with pytest.raises(ValueError, match='bn_splits'): model(x1, x2)
-    with pytest.raises(TypeError, match='tensors'): model(x1.tolist(), x2)
-    assert int(model.queue.seen) == 0  # nothing was half-done
+    with pytest.raises(TypeError, match='view1 must be a torch.Tensor'): model(x1.tolist(), x2)
+    x1, x2 = views(8)
+    with pytest.raises(TypeError, match='view2 must be floating point'): model(x1, (x2 * 255).to(torch.uint8))
+    with pytest.raises(TypeError, match='float64'): model(x1.double(), x2.double())
+    with pytest.raises(ValueError, match='NaN'): model(x1, torch.full_like(x2, float('nan')))
+    with pytest.raises(ValueError, match='view1 must be a batch'): model(torch.rand(8), torch.rand(8))
+    with pytest.raises(ValueError, match='batch of 0'): model(x1[:0], x2[:0])
+    with pytest.raises(TypeError, match='generator'): model(x1, x2, generator=0)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # nothing was half-done
+
+def test_size_one_batch_is_a_clear_error():
+    model = tiny_moco()
+    x1, x2 = views(1)
+    with pytest.raises(ValueError, match='at least 2'): model(x1, x2)
+
+def test_channels_last_and_non_contiguous_views_give_the_same_loss():
+    x1, x2 = views()
+    plain = tiny_moco()(x1, x2)
+    assert torch.isclose(tiny_moco()(x1.to(memory_format=torch.channels_last), x2), plain, atol=1e-5)
+    strided = torch.rand(12, 3, 16, 32)[..., ::2]  # a view with a stride of 2 along the width
+    assert not strided.is_contiguous()
+    assert torch.isclose(tiny_moco()(strided, x2), tiny_moco()(strided.contiguous(), x2), atol=1e-6)
 
 # --- training loop ------------------------------------------------------------------------------------------------------
 
@@ -395,17 +504,44 @@ def test_train_moco_smoke():
 def test_train_moco_is_reproducible():
     from contrastive_nb.data import make_shapes
     images = make_shapes(16, size=16, seed=2).images
-    runs = [train_moco(tiny_moco(bn_splits=2), images, AugmentationPolicy(size=16), epochs=1, batch_size=8, seed=3, progress=False)
-            for _ in range(2)]
+    runs = [train_moco(tiny_moco(bn_splits=2), images, AugmentationPolicy(size=16), epochs=1, batch_size=8, seed=3,
+                       progress=False) for _ in range(2)]
     assert runs[0].loss.tolist() == runs[1].loss.tolist()
 
 @pytest.mark.parametrize('kwargs, error, match', [
     ({'batch_size': 4}, ValueError, 'bn_splits'),
     ({'batch_size': 64}, ValueError, 'at least batch_size'),
+    ({'batch_size': 8.0}, TypeError, 'batch_size'),
+    ({'batch_size': 0}, ValueError, 'batch_size'),
+    ({'batch_size': 8, 'temperature': 0.2}, TypeError, 'MoCo'),
+    ({'batch_size': 8, 'epochs': 0}, ValueError, 'epochs'),
+    ({'batch_size': 8, 'lr': -1.0}, ValueError, 'lr'),
 ])
 def test_train_moco_rejects_bad_arguments(kwargs, error, match):
     images = torch.rand(16, 3, 16, 16)
-    with pytest.raises(error, match=match): train_moco(tiny_moco(bn_splits=4), images, progress=False, **kwargs)
+    model = tiny_moco(bn_splits=4)
+    with pytest.raises(error, match=match): train_moco(model, images, progress=False, **kwargs)
+    assert int(model.queue.seen) == 0
+
+@pytest.mark.parametrize('images, error', [(torch.rand(16, 16, 16), ValueError), (torch.rand(0, 3, 16, 16), ValueError),
+                                           ([[0.0]], TypeError)])
+def test_train_moco_rejects_bad_images(images, error):
+    with pytest.raises(error, match='images'): train_moco(tiny_moco(), images, batch_size=8, progress=False)
+
+def test_train_moco_forwards_its_options_and_trains_a_model_left_in_eval_mode():
+    from contrastive_nb.data import make_shapes
+    images = make_shapes(16, size=16, seed=2).images
+    policy = AugmentationPolicy(size=16)
+    runs = {seed: train_moco(tiny_moco(), images, policy, epochs=1, batch_size=8, seed=seed, progress=False)
+            for seed in (3, 4)}
+    assert runs[3].loss.tolist() != runs[4].loss.tolist()  # the seed reached train_on_pairs
+    slow, fast = tiny_moco().eval(), tiny_moco().eval()  # train_moco switches them to training mode
+    q0 = query_params(slow)
+    train_moco(slow, images, policy, epochs=1, batch_size=8, lr=1e-9, progress=False)
+    train_moco(fast, images, policy, epochs=1, batch_size=8, lr=1e-2, progress=False)
+    assert slow.training and int(slow.queue.seen) == 16
+    moved = lambda model: max((a - b).abs().max().item() for a, b in zip(query_params(model), q0))
+    assert moved(slow) < 1e-6 < 1e-3 < moved(fast)  # lr reached the optimiser
 
 def test_train_moco_needs_a_moco():
     with pytest.raises(TypeError, match='MoCo'): train_moco(nn.Linear(2, 2), torch.rand(16, 3, 16, 16), progress=False)
