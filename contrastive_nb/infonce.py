@@ -1,4 +1,4 @@
-"""Pick the positive among the candidates: the contrastive loss derived from a ranking, checked against cross-entropy, its gradient, a chunked version that fits any batch, and a first encoder trained with it.
+"""InfoNCE from a ranking: cross-entropy, its gradient, a chunked kernel, a first encoder.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/infonce.html.md"""
 
@@ -14,40 +14,146 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
+from tqdm import tqdm
 
-from .pairs import AugmentationPolicy, augment_batch
-from .similarity import l2_normalize
+from ._checks import (check_choice, check_int, check_number, check_positive_int,
+                                    check_temperature, check_tensor)
+from .augment import AugmentationPolicy, augment_batch
+from .similarity import _unit
 
 # %% auto #0
-__all__ = ['REDUCTIONS', 'row_logsumexp', 'info_nce', 'nt_xent', 'train_on_pairs', 'train_simclr']
+__all__ = ['REDUCTIONS', 'info_nce', 'nt_xent', 'train_on_pairs', 'train_simclr']
+
+# %% ../nbs/03_infonce.ipynb #bf007a0c
+REDUCTIONS = ('mean', 'sum', 'none')
+
+def _unit_rows(x, name: str, ndim: int = 2) -> Tensor:
+    "Unit-length rows in at least float32; a wrong type, rank, empty batch or bad vector raises."
+    check_tensor(x, name, ndim=ndim, dtype='float', nonempty=True)
+    if x.ndim == 3 and x.shape[1] == 0:
+        raise ValueError(f"per-query {name} must be (N, K, D) with K >= 1, got {tuple(x.shape)}")
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.float()  # a sum of many exponentials needs float32
+    return _unit(x, name)  # a zero, NaN or infinite vector raises a ValueError naming its rows
+
+def _check_options(temperature, reduction: str, chunk_size) -> tuple[float | Tensor, float]:
+    "Validate the options both losses share; return τ (a tensor keeps its graph) and 1/τ."
+    temperature = check_temperature(temperature)
+    check_choice(reduction, 'reduction', REDUCTIONS)
+    if chunk_size is not None: check_positive_int(chunk_size, 'chunk_size')
+    if isinstance(temperature, Tensor):
+        temperature = temperature.reshape(())  # a (1,)-shaped τ must not change the logits' shape
+        return temperature, 1 / temperature.item()
+    return temperature, 1 / temperature
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    return loss.mean() if reduction == 'mean' else loss.sum() if reduction == 'sum' else loss
+
+# %% ../nbs/03_infonce.ipynb #8535a7e8
+def _info_nce_inputs(query, positive, negatives, temperature, reduction, chunk_size):
+    "Unit rows of one common dtype for query, positive and negatives, then τ and 1/τ."
+    q, p = _unit_rows(query, 'query'), _unit_rows(positive, 'positive')
+    if q.shape != p.shape:
+        raise ValueError(f"query {tuple(q.shape)} and positive {tuple(p.shape)} must have the same "
+                         "shape: row i of positive is the positive of query i")
+    n = None
+    if negatives is not None:
+        check_tensor(negatives, 'negatives', ndim=(2, 3))
+        n = _unit_rows(negatives, 'negatives', ndim=negatives.ndim)
+        if n.ndim == 3 and n.shape[0] != len(q):
+            raise ValueError(f"per-query negatives must be (N, K, D) with N = {len(q)} queries, "
+                             f"got {tuple(n.shape)}")
+        if n.shape[-1] != q.shape[1]:
+            raise ValueError(f"negatives have {n.shape[-1]} features but query has {q.shape[1]}")
+    dtype = torch.promote_types(q.dtype, p.dtype)
+    if n is not None:
+        dtype = torch.promote_types(dtype, n.dtype)
+        n = n.to(dtype)
+    t, max_logit = _check_options(temperature, reduction, chunk_size)
+    return q.to(dtype), p.to(dtype), n, t, max_logit
+
+def _nt_xent_inputs(z1, z2, temperature, reduction, chunk_size):
+    "All 2N views as unit rows of one dtype (z1's rows, then z2's), then τ and 1/τ."
+    u1, u2 = _unit_rows(z1, 'z1'), _unit_rows(z2, 'z2')
+    if u1.shape != u2.shape:
+        raise ValueError(f"z1 {tuple(u1.shape)} and z2 {tuple(u2.shape)} must have the same shape")
+    if len(u1) < 2:
+        raise ValueError("nt_xent needs at least 2 sources: with one, a view has no negatives")
+    dtype = torch.promote_types(u1.dtype, u2.dtype)
+    t, max_logit = _check_options(temperature, reduction, chunk_size)
+    return torch.cat([u1.to(dtype), u2.to(dtype)]), t, max_logit
+
+# %% ../nbs/03_infonce.ipynb #a0c0c12e
+def info_nce(
+    query: Tensor, # (N, D) query embeddings
+    positive: Tensor, # (N, D) positive keys; row i is query i's positive
+    negatives: Tensor | None = None, # None: in-batch; (K, D): shared; (N, K, D): per query
+    temperature: float | Tensor = 0.1, # τ > 0; a tensor (e.g. learnable) receives a gradient
+    reduction: str = 'mean', # 'mean', 'sum' or 'none' (one loss per query)
+    chunk_size: int | None = None, # queries per chunk: bounded memory, same value and gradient
+) -> Tensor: # the loss; float32 for half-precision inputs
+    "InfoNCE: −log softmax probability of each query's positive among its candidates."
+    q, p, n, t, max_logit = _info_nce_inputs(query, positive, negatives, temperature, reduction,
+                                             chunk_size)
+    a = q / t                                          # (N, D): a_i · key_j is a logit
+    pos = (a * p).sum(1)                               # (N,) the positives' logits
+    if n is None:                                      # candidates: the N positives of the batch
+        lse = _row_logsumexp(a, p, max_logit, chunk_size=chunk_size)
+    elif n.ndim == 2:                                  # candidates: own positive + K shared
+        lse = torch.logaddexp(pos, _row_logsumexp(a, n, max_logit, chunk_size=chunk_size))
+    else:                                              # candidates: own positive + own K
+        lse = torch.logsumexp(torch.cat([pos[:, None], torch.einsum('nd,nkd->nk', a, n)], 1), 1)
+    return _reduce(lse - pos, reduction)               # (N,) −log p₊ = lse − positive logit
+
+# %% ../nbs/03_infonce.ipynb #fb19a3d2
+def nt_xent(
+    z1: Tensor, # (N, D) embeddings of the first view of N sources
+    z2: Tensor, # (N, D) embeddings of the second view; row i is the partner of z1[i]
+    temperature: float | Tensor = 0.5, # τ > 0; a tensor (e.g. learnable) receives a gradient
+    reduction: str = 'mean', # 'mean' over 2N anchors, 'sum', or 'none' (z1's rows, then z2's)
+    chunk_size: int | None = None, # anchors per chunk: bounded memory, same value and gradient
+) -> Tensor: # the loss; float32 for half-precision inputs
+    "SimCLR's NT-Xent: each of the 2N views must pick its partner among the other 2N − 1 views."
+    z, t, max_logit = _nt_xent_inputs(z1, z2, temperature, reduction, chunk_size)  # z: (2N, D)
+    a = z / t                                          # (2N, D): a_i · z_j is a logit
+    pos = (a * z.roll(len(z) // 2, 0)).sum(1)          # (2N,) view i's partner sits N rows away
+    # (2N,) log-sum-exp over the other 2N − 1 views: the diagonal (a view with itself) is left out
+    lse = _row_logsumexp(a, z, max_logit, skip_diagonal=True, chunk_size=chunk_size)
+    return _reduce(lse - pos, reduction)
 
 # %% ../nbs/03_infonce.ipynb #ef6b7abf
-def _shift_free(bound: float, columns: int, dtype: torch.dtype) -> bool:
-    "Whether every exp(±bound) and a row sum of `columns` of them are normal numbers of `dtype`: then no shift is needed."
+def _shift_free(max_logit: float, columns: int, dtype: torch.dtype) -> bool:
+    "Whether exp(±max_logit) and a sum of `columns` of them are normal `dtype` numbers: no shift."
     info = torch.finfo(dtype)
-    return bound + math.log(columns) < 0.9 * math.log(info.max) and bound < -0.9 * math.log(info.tiny)
+    return (max_logit + math.log(columns) < 0.9 * math.log(info.max)
+            and max_logit < -0.9 * math.log(info.tiny))
 
 def _exponentials(a: Tensor, b: Tensor, start: int, skip_diagonal: bool, shift_free: bool,
                   out: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    "exp(a @ b.T − shift) for rows `start`, `start` + 1, … of the full matrix (their own column zeroed if asked), and the shift."
+    "exp(a @ b.T − shift) for rows start, start + 1, … of the full matrix, and the row shifts."
     logits = torch.mm(a, b.t(), out=None if out is None else out[:len(a)])
-    if shift_free: shift = logits.new_zeros(len(a))
+    if shift_free:
+        shift = logits.new_zeros(len(a))
     else:  # a cold temperature: shift each row by its maximum, one extra pass
         if skip_diagonal: logits.diagonal(start).fill_(float('-inf'))
         shift = logits.amax(1)
         logits.sub_(shift[:, None])
     exp = logits.exp_()
-    if skip_diagonal: exp.diagonal(start).zero_()
+    if skip_diagonal: exp.diagonal(start).zero_()  # a view is not its own candidate
     return exp, shift
 
-def _with_ones(x: Tensor) -> Tensor: return torch.cat([x, x.new_ones(len(x), 1)], 1)
+def _with_ones(x: Tensor) -> Tensor:
+    "[x | 1]: one more column of ones."
+    return torch.cat([x, x.new_ones(len(x), 1)], 1)
 
+# %% ../nbs/03_infonce.ipynb #11ba4c44
 class _DenseRowLogSumExp(torch.autograd.Function):
     "All rows at once; the exponentials are kept for backward."
     @staticmethod
-    def forward(ctx, a: Tensor, b: Tensor, bound: float, skip_diagonal: bool) -> Tensor:
-        exp, shift = _exponentials(a, b, 0, skip_diagonal, _shift_free(bound, len(b), a.dtype))
-        # Backward needs exp @ b; computing it now against [b | 1] yields the row sums in its last column for free.
+    def forward(ctx, a: Tensor, b: Tensor, max_logit: float, skip_diagonal: bool) -> Tensor:
+        shift_free = _shift_free(max_logit, len(b), a.dtype)
+        exp, shift = _exponentials(a, b, 0, skip_diagonal, shift_free)
+        # Backward needs exp @ b; computed now against [b | 1], its last column is the row sums.
         exp_b = torch.mm(exp, _with_ones(b))
         ctx.save_for_backward(a, exp, exp_b)
         return exp_b[:, -1].log() + shift
@@ -56,22 +162,27 @@ class _DenseRowLogSumExp(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad: Tensor):
         a, exp, exp_b = ctx.saved_tensors
-        # softmax = exp / total row by row, so the incoming gradient scales rows of a and of exp @ b: no (N, M) pass.
+        # softmax = exp / row sum: the incoming gradient scales rows of a and of exp @ b,
+        # so nothing passes over the (N, M) matrix again.
         weight = (grad / exp_b[:, -1])[:, None]
         return exp_b[:, :-1] * weight, torch.mm(exp.t(), a * weight), None, None
 
+# %% ../nbs/03_infonce.ipynb #91c44d37
 class _ChunkedRowLogSumExp(torch.autograd.Function):
-    "`chunk_size` rows at a time; only the (N,) result is kept and each chunk's softmax is rebuilt in backward."
+    "`chunk_size` rows at a time; only the (N,) result is kept, each chunk rebuilt in backward."
     @staticmethod
-    def forward(ctx, a: Tensor, b: Tensor, bound: float, skip_diagonal: bool, chunk_size: int) -> Tensor:
-        shift_free = _shift_free(bound, len(b), a.dtype)
+    def forward(ctx, a: Tensor, b: Tensor, max_logit: float, skip_diagonal: bool,
+                chunk_size: int) -> Tensor:
+        shift_free = _shift_free(max_logit, len(b), a.dtype)
         lse = torch.empty(len(a), dtype=a.dtype, device=a.device)
-        block = a.new_empty(min(chunk_size, len(a)), len(b))  # reused: a fresh large block per chunk costs page faults
+        block = a.new_empty(min(chunk_size, len(a)), len(b))  # reused: fewer page faults
         for start in range(0, len(a), chunk_size):
-            exp, shift = _exponentials(a[start:start + chunk_size], b, start, skip_diagonal, shift_free, block)
+            rows = a[start:start + chunk_size]
+            exp, shift = _exponentials(rows, b, start, skip_diagonal, shift_free, block)
             torch.add(exp.sum(1).log_(), shift, out=lse[start:start + chunk_size])
         ctx.save_for_backward(a, b, lse)
-        ctx.skip_diagonal, ctx.chunk_size = skip_diagonal, chunk_size
+        ctx.skip_diagonal = skip_diagonal
+        ctx.chunk_size = chunk_size
         return lse
 
     @staticmethod
@@ -83,7 +194,7 @@ class _ChunkedRowLogSumExp(torch.autograd.Function):
         block = a.new_empty(min(ctx.chunk_size, len(a)), len(b))
         for start in range(0, len(a), ctx.chunk_size):
             rows = slice(start, start + ctx.chunk_size)
-            # [a | −lse] @ [b | 1].T = logits − lse: the softmax's exponent comes straight out of the matrix product.
+            # [a | −lse] @ [b | 1].T = logits − lse: the softmax straight from one product.
             a_lse = torch.cat([a[rows], -lse[rows, None]], 1)
             softmax = torch.mm(a_lse, b_ones.t(), out=block[:len(a_lse)]).exp_()
             if ctx.skip_diagonal: softmax.diagonal(start).zero_()
@@ -92,143 +203,115 @@ class _ChunkedRowLogSumExp(torch.autograd.Function):
             grad_b.addmm_(softmax.t(), a[rows] * weight)
         return grad_a, grad_b, None, None, None
 
-def row_logsumexp(
-    a: Tensor, # (N, D) rows, each of norm at most `bound`
-    b: Tensor, # (M, D) unit rows
-    bound: float, # an upper bound on |a_i · b_j|
+# %% ../nbs/03_infonce.ipynb #b20e2d89
+def _row_logsumexp(
+    a: Tensor, # (N, D) queries already divided by τ, so that a_i · b_j is a logit
+    b: Tensor, # (M, D) unit-length keys
+    max_logit: float, # an upper bound on every |a_i · b_j| (1/τ for unit queries)
     skip_diagonal: bool = False, # leave out j = i (needs M >= N)
     chunk_size: int | None = None, # rows per chunk, rebuilt in backward; None: all at once
 ) -> Tensor: # (N,) log Σ_j exp(a_i · b_j)
-    "The log-sum-exp over each row of a @ b.T, dense and fast, or chunked and memory-bounded."
-    if chunk_size is not None and chunk_size < len(a): return _ChunkedRowLogSumExp.apply(a, b, bound, skip_diagonal, chunk_size)
-    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad): return _DenseRowLogSumExp.apply(a, b, bound, skip_diagonal)
-    exp, shift = _exponentials(a, b, 0, skip_diagonal, _shift_free(bound, len(b), a.dtype))  # no backward: keep nothing
+    "The log-sum-exp over each row of a @ b.T: dense and fast, or chunked and memory-bounded."
+    if chunk_size is not None and chunk_size < len(a):
+        return _ChunkedRowLogSumExp.apply(a, b, max_logit, skip_diagonal, chunk_size)
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        return _DenseRowLogSumExp.apply(a, b, max_logit, skip_diagonal)
+    shift_free = _shift_free(max_logit, len(b), a.dtype)
+    exp, shift = _exponentials(a, b, 0, skip_diagonal, shift_free)  # no backward: keep nothing
     return exp.sum(1).log_() + shift
 
-# %% ../nbs/03_infonce.ipynb #bf007a0c
-REDUCTIONS = ('mean', 'sum', 'none')
+# %% ../nbs/03_infonce.ipynb #84d6fbea
+def _check_training(pair_loss, parameters, images, epochs, batch_size, lr, weight_decay,
+                    seed) -> list[Tensor]:
+    "Validate `train_on_pairs`' arguments before any work; return the parameters as a list."
+    if not callable(pair_loss):
+        raise TypeError(f"pair_loss must be callable, got {type(pair_loss).__name__}")
+    if isinstance(parameters, Tensor):
+        raise TypeError("parameters must be an iterable of tensors such as model.parameters(), "
+                        "not one tensor")
+    parameters = list(parameters)
+    if not parameters: raise ValueError("parameters is empty: there is nothing to train")
+    check_tensor(images, 'images', ndim=4, nonempty=True)
+    check_positive_int(epochs, 'epochs')
+    check_positive_int(batch_size, 'batch_size')
+    check_number(lr, 'lr', low=0.0, low_open=True)
+    check_number(weight_decay, 'weight_decay', low=0.0)
+    check_int(seed, 'seed')
+    return parameters
 
-def _check_options(temperature: float | Tensor, reduction: str, chunk_size: int | None) -> float:
-    "Validate the options shared by both losses; return 1/τ, the bound on every logit."
-    t = float(temperature.detach()) if isinstance(temperature, Tensor) else float(temperature)
-    if not (math.isfinite(t) and t > 0): raise ValueError(f"temperature must be a positive finite number, got {t}")
-    if reduction not in REDUCTIONS: raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
-    return 1 / t
-
-def _unit_rows(x: Tensor, name: str, ndim: int = 2) -> Tensor:
-    "Unit-length rows in at least float32, or a clear error for a wrong rank, an empty batch or a degenerate vector."
-    if not isinstance(x, Tensor): raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.ndim != ndim: raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
-    if x.shape[0] == 0: raise ValueError(f"{name} is empty (shape {tuple(x.shape)}): the loss needs at least one row")
-    if x.dtype in (torch.float16, torch.bfloat16): x = x.float()  # sums of many exponentials need float32
-    return l2_normalize(x)  # a zero, NaN or infinite vector raises a ValueError that names it
-
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    return loss.mean() if reduction == 'mean' else loss.sum() if reduction == 'sum' else loss
-
-# %% ../nbs/03_infonce.ipynb #a0c0c12e
-def info_nce(
-    query: Tensor, # (N, D) query embeddings
-    positive: Tensor, # (N, D) positive keys; row i is query i's positive
-    negatives: Tensor | None = None, # None: in-batch; (K, D): shared by all queries; (N, K, D): per query
-    temperature: float | Tensor = 0.1, # τ > 0; a tensor (e.g. learnable) receives a gradient
-    reduction: str = 'mean', # 'mean', 'sum' or 'none' (one loss per query)
-    chunk_size: int | None = None, # bound memory by processing this many queries at a time (same value and gradient)
-) -> Tensor: # the loss; float32 for half-precision inputs
-    "InfoNCE: −log of the softmax probability of each query's positive among its candidates, on cosine similarities / τ."
-    bound = _check_options(temperature, reduction, chunk_size)
-    q, p = _unit_rows(query, 'query'), _unit_rows(positive, 'positive')
-    if q.shape != p.shape: raise ValueError(f"query {tuple(query.shape)} and positive {tuple(positive.shape)} must have the same shape")
-    a = q / temperature
-    pos = (a * p).sum(1)
-    if negatives is None:
-        lse = row_logsumexp(a, p, bound, False, chunk_size)
-    elif negatives.ndim == 2:
-        n = _unit_rows(negatives, 'negatives')
-        if n.shape[1] != q.shape[1]: raise ValueError(f"negatives have {n.shape[1]} features but query has {q.shape[1]}")
-        lse = torch.logaddexp(pos, row_logsumexp(a, n.to(a.dtype), bound, False, chunk_size))
-    elif negatives.ndim == 3:
-        if negatives.shape[0] != q.shape[0] or negatives.shape[2] != q.shape[1] or negatives.shape[1] == 0:
-            raise ValueError(f"per-query negatives must be (N, K, D) = ({q.shape[0]}, K >= 1, {q.shape[1]}), got {tuple(negatives.shape)}")
-        n = _unit_rows(negatives.reshape(-1, negatives.shape[2]), 'negatives').view(negatives.shape).to(a.dtype)
-        # These logits are (N, K), K times smaller than the negatives themselves: nothing to chunk.
-        lse = torch.logsumexp(torch.cat([pos[:, None], torch.einsum('nd,nkd->nk', a, n)], 1), 1)
-    else: raise ValueError(f"negatives must be None, (K, D) or (N, K, D), got shape {tuple(negatives.shape)}")
-    return _reduce(lse - pos, reduction)
-
-# %% ../nbs/03_infonce.ipynb #fb19a3d2
-def nt_xent(
-    z1: Tensor, # (N, D) embeddings of the first view of N sources
-    z2: Tensor, # (N, D) embeddings of the second view; row i is the partner of z1[i]
-    temperature: float | Tensor = 0.5, # τ > 0; a tensor (e.g. learnable) receives a gradient
-    reduction: str = 'mean', # 'mean' over the 2N anchors, 'sum', or 'none' (2N losses: z1's rows, then z2's)
-    chunk_size: int | None = None, # bound memory by processing this many anchors at a time (same value and gradient)
-) -> Tensor: # the loss; float32 for half-precision inputs
-    "SimCLR's NT-Xent: each of the 2N views must pick its partner among the other 2N − 1 views."
-    bound = _check_options(temperature, reduction, chunk_size)
-    u1, u2 = _unit_rows(z1, 'z1'), _unit_rows(z2, 'z2')
-    if u1.shape != u2.shape: raise ValueError(f"z1 {tuple(z1.shape)} and z2 {tuple(z2.shape)} must have the same shape")
-    if len(u1) < 2: raise ValueError("nt_xent needs at least 2 sources: with one, a view has no negatives")
-    z = torch.cat([u1, u2])
-    a = z / temperature
-    pos = (a * z.roll(len(u1), 0)).sum(1)  # view i's partner sits N rows away
-    return _reduce(row_logsumexp(a, z, bound, True, chunk_size) - pos, reduction)
+def _loss_value(loss, step: int) -> float:
+    "The loss as a float; a non-scalar or non-finite loss raises instead of training on it."
+    if not isinstance(loss, Tensor) or loss.ndim != 0:
+        got = tuple(loss.shape) if isinstance(loss, Tensor) else type(loss).__name__
+        raise ValueError(f"pair_loss must return a scalar tensor, got {got}")
+    value = loss.item()
+    if not math.isfinite(value):
+        raise FloatingPointError(f"the loss is {value} at step {step}: lower lr, check the inputs")
+    return value
 
 # %% ../nbs/03_infonce.ipynb #ef6c1274
 def train_on_pairs(
-    pair_loss: Callable[[Tensor, Tensor, torch.Generator], Tensor], # (views 1, views 2, generator) of a batch -> its loss
+    pair_loss: Callable[[Tensor, Tensor, torch.Generator], Tensor], # (view 1, view 2, gen.) -> loss
     parameters: Iterable[Tensor], # what Adam trains
-    images: Tensor, # (N, 3, H, W) training images, float in [0, 1]
+    images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
     policy: AugmentationPolicy = AugmentationPolicy(), # how each of the two views is drawn
     epochs: int = 10, # passes over the images
     batch_size: int = 256, # sources per step
     lr: float = 1e-3, # Adam's learning rate
     weight_decay: float = 1e-6, # Adam's weight decay
-    seed: int = 0, # shuffling and augmentation (and whatever `pair_loss` draws) are reproducible from it
+    seed: int = 0, # shuffling, augmentation (and what `pair_loss` draws) are reproducible from it
     progress: bool = True, # show a progress bar
     desc: str = 'training', # the progress bar's label
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
-    "The loop of every two-view method: reshuffle each epoch, draw two views of each batch, one Adam step on their loss."
-    from tqdm.auto import tqdm
+    "The loop of every two-view method: reshuffle, draw two views of each batch, one Adam step."
+    parameters = _check_training(pair_loss, parameters, images, epochs, batch_size, lr,
+                                 weight_decay, seed)
     generator = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(parameters, lr=lr, weight_decay=weight_decay)
-    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch: BatchNorm dislikes tiny ones
+    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch: BatchNorm
     history = []
-    with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc, mininterval=2) as bar:
+    total = epochs * steps_per_epoch
+    with tqdm(total=total, disable=not progress, desc=desc, mininterval=2) as bar:
         for epoch in range(epochs):
             order = torch.randperm(len(images), generator=generator)
             for step in range(steps_per_epoch):
                 batch = images[order[step * batch_size:(step + 1) * batch_size]]
                 view1, view2 = (augment_batch(batch, policy, generator) for _ in range(2))
                 loss = pair_loss(view1, view2, generator)
+                value = _loss_value(loss, epoch * steps_per_epoch + step)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 optimiser.step()
-                history.append((epoch, epoch * steps_per_epoch + step, loss.item()))
-                bar.update(), bar.set_postfix(loss=f'{loss.item():.3f}', refresh=False)
+                history.append((epoch, epoch * steps_per_epoch + step, value))
+                bar.update()
+                bar.set_postfix(loss=f'{value:.3f}', refresh=False)
     return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
 
 # %% ../nbs/03_infonce.ipynb #fc6eb78d
 def train_simclr(
     encoder: nn.Module, # maps (B, 3, H, W) images to (B, F) features
-    head: nn.Module, # projection head: (B, F) -> (B, D); the loss is computed on its output
-    images: Tensor, # (N, 3, H, W) training images, float in [0, 1]
+    head: nn.Module, # projection head (B, F) -> (B, D); the loss sees its output
+    images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
     policy: AugmentationPolicy = AugmentationPolicy(), # how each of the two views is drawn
     epochs: int = 10, # passes over the images
     batch_size: int = 256, # sources per step; the loss sees 2 × batch_size views
     temperature: float = 0.5, # NT-Xent's τ
-    lr: float = 1e-3, # Adam's learning rate
-    weight_decay: float = 1e-6, # Adam's weight decay
-    seed: int = 0, # shuffling and augmentation are reproducible from it
-    progress: bool = True, # show a progress bar
+    **options, # passed on to `train_on_pairs`: lr, weight_decay, seed, progress, desc
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
-    "Train `encoder` and `head` with NT-Xent on two augmented views of each image; return the loss of every step."
-    if len(images) < 2: raise ValueError(f"need at least 2 images to form negatives, got {len(images)}")
-    if batch_size < 2: raise ValueError(f"batch_size must be at least 2, got {batch_size}")
-    encoder.train(), head.train()
+    "Train `encoder` and `head` with NT-Xent on two augmented views of each image."
+    for name, module in (('encoder', encoder), ('head', head)):
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+    check_tensor(images, 'images', ndim=4)
+    if len(images) < 2:
+        raise ValueError(f"images must hold at least 2 images to form negatives, got {len(images)}")
+    if check_positive_int(batch_size, 'batch_size') < 2:
+        raise ValueError("batch_size must be at least 2: a view needs negatives")
+    check_temperature(temperature)
+    encoder.train()
+    head.train()
     def simclr_loss(view1: Tensor, view2: Tensor, generator: torch.Generator) -> Tensor:
         return nt_xent(head(encoder(view1)), head(encoder(view2)), temperature=temperature)
-    return train_on_pairs(simclr_loss, [*encoder.parameters(), *head.parameters()], images, policy, epochs, batch_size,
-                          lr, weight_decay, seed, progress, desc='SimCLR')
+    parameters = [*encoder.parameters(), *head.parameters()]
+    return train_on_pairs(simclr_loss, parameters, images, policy, epochs=epochs,
+                          batch_size=batch_size, **{'desc': 'SimCLR', **options})

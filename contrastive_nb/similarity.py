@@ -1,4 +1,4 @@
-"""The geometry contrastive learning works in: the cosine between two embeddings, the similarity matrix of a whole batch, and Wang & Isola's alignment and uniformity.
+"""Cosine similarity, the batch similarity matrix, and Wang & Isola's alignment and uniformity.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/similarity.html.md"""
 
@@ -12,64 +12,92 @@ import math
 import torch
 from torch import Tensor
 
+from ._checks import check_number, check_tensor
+
 # %% auto #0
 __all__ = ['l2_normalize', 'cosine_similarity', 'similarity_matrix', 'alignment', 'uniformity']
 
 # %% ../nbs/02_similarity.ipynb #9ecf8beb
 def _floating(x, name: str) -> Tensor:
-    "Refuse what is not a floating-point tensor with at least one feature, with a message that says how to fix it."
-    if not isinstance(x, Tensor): raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}; wrap it with torch.tensor(...)")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be floating point (float16, bfloat16, float32 or float64), got {x.dtype}; convert it with .float()")
-    if x.ndim == 0: raise ValueError(f"{name} is a scalar; embeddings are vectors along the last dimension")
-    if x.shape[-1] == 0: raise ValueError(f"{name} has shape {tuple(x.shape)}: its vectors have no features")
+    "A floating-point tensor with at least one feature, or a TypeError / ValueError naming `name`."
+    check_tensor(x, name, dtype='float')
+    if x.ndim == 0:
+        raise ValueError(f"{name} is a scalar; embeddings are vectors along the last dimension")
+    if x.shape[-1] == 0:
+        raise ValueError(f"{name} has shape {tuple(x.shape)}: its vectors have no features")
     return x
 
+
 def _indices(mask: Tensor) -> str:
-    "Where a boolean mask is True, for an error message: ' at row 3', ' at 4 rows, the first [1, 5, 8]'."
+    "Where a mask is True, for a message: ' at row 3', ' at 4 rows, the first [1, 5, 8]'."
     found = [tuple(i) if len(i) > 1 else i[0] for i in mask.nonzero().tolist()]
     one, many = ('row', 'rows') if mask.ndim == 1 else ('index', 'indices')
-    return f" at {one} {found[0]}" if len(found) == 1 else f" at {len(found)} {many}, the first {found[:5]}"
+    return (
+        f" at {one} {found[0]}"
+        if len(found) == 1
+        else f" at {len(found)} {many}, the first {found[:5]}"
+    )
+
 
 def _unit(x: Tensor, name: str) -> Tensor:
-    "Unit vectors along the last dimension of `x`; zero, NaN and infinite vectors raise a ValueError naming them."
-    # The largest absolute entry: dividing by it first keeps the squares below from overflowing or underflowing.
+    "Unit vectors along the last dimension of `x`; zero, NaN and infinite vectors raise, named."
+    # The largest absolute entry: dividing by it first keeps the squares below from overflowing
+    # or underflowing.
     # The result does not depend on this scale, so no gradient needs to flow through it.
     scale = _floating(x, name).detach().abs().amax(-1, keepdim=True)
-    broken, zero = ~torch.isfinite(scale), scale == 0  # amax propagates NaN: one reduction finds every bad vector
+    broken, zero = (
+        ~torch.isfinite(scale),
+        scale == 0,
+    )  # amax propagates NaN: one reduction finds every bad vector
     if (broken | zero).any():
         bad = broken if broken.any() else zero
         where = '' if x.ndim == 1 else _indices(bad.squeeze(-1))
         if bad is broken:
-            raise ValueError(f"{name} has a vector containing NaN or inf{where} (shape {tuple(x.shape)}): its direction is "
-                             "undefined. Look upstream: a diverged encoder, a division by zero, an overflow in float16.")
-        raise ValueError(f"{name} has a zero vector{where} (shape {tuple(x.shape)}): a zero vector has no direction, so its "
-                         "cosine with anything is undefined. Drop it, or find what produced it (padding, dead ReLUs).")
+            raise ValueError(
+                f"{name} has a vector containing NaN or inf{where} (shape {tuple(x.shape)}): "
+                "its direction is undefined. Look upstream: a diverged encoder, a division by "
+                "zero, an overflow in float16."
+            )
+        raise ValueError(
+            f"{name} has a zero vector{where} (shape {tuple(x.shape)}): a zero vector has no "
+            "direction, so its cosine with anything is undefined. Drop it, or find what produced "
+            "it (padding, dead ReLUs)."
+        )
     x = x / scale
     return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
+
 def l2_normalize(
-    x: Tensor, # (..., D) floating-point vectors along the last dimension
-) -> Tensor: # same shape and dtype; every vector has length 1
-    "Scale every vector along the last dimension of `x` to length 1; a zero, NaN or infinite vector raises a ValueError."
+    x: Tensor,  # (..., D) floating-point vectors along the last dimension
+) -> Tensor:  # same shape and dtype; every vector has length 1
+    "Scale every vector along the last dimension of `x` to length 1; zero, NaN or inf raise."
     return _unit(x, 'x')
 
 # %% ../nbs/02_similarity.ipynb #cd9d34f4
 def _same_features(a: Tensor, b: Tensor) -> None:
     "Both inputs have the same number of features D, and their leading dimensions broadcast."
-    _floating(a, 'a'), _floating(b, 'b')
+    _floating(a, 'a')
+    _floating(b, 'b')
     if a.shape[-1] != b.shape[-1]:
-        raise ValueError(f"a and b must have the same number of features (last dimension), got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    try: torch.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+        raise ValueError(
+            f"a and b must have the same number of features (last dimension), "
+            f"got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    try:
+        torch.broadcast_shapes(a.shape[:-1], b.shape[:-1])
     except RuntimeError:
-        raise ValueError(f"the leading dimensions of a {tuple(a.shape)} and b {tuple(b.shape)} do not broadcast; "
-                         "for every pair between two batches use similarity_matrix(a, b)") from None
+        raise ValueError(
+            f"the leading dimensions of a {tuple(a.shape)} and b {tuple(b.shape)} "
+            "do not broadcast; "
+            "for every pair between two batches use similarity_matrix(a, b)"
+        ) from None
+
 
 def cosine_similarity(
-    a: Tensor, # (..., D) vectors along the last dimension
-    b: Tensor, # (..., D) vectors; leading dimensions broadcast against a's
-) -> Tensor: # (...) cosines in [-1, 1], in the promoted dtype of a and b
-    "Cosine of the angle between the vectors of `a` and `b` along their last dimension: row-wise for two (N, D) batches."
+    a: Tensor,  # (..., D) vectors along the last dimension
+    b: Tensor,  # (..., D) vectors; leading dimensions broadcast against a's
+) -> Tensor:  # (...) cosines in [-1, 1], in the promoted dtype of a and b
+    "Cosine of the angle between vectors of `a` and `b` along the last dimension (row-wise)."
     _same_features(a, b)
     return (_unit(a, 'a') * _unit(b, 'b')).sum(-1).clamp(-1, 1)
 
@@ -77,54 +105,89 @@ def cosine_similarity(
 def _batch(x, name: str) -> Tensor:
     "A (N, D) batch of embeddings, or a ValueError that says what was passed instead."
     if _floating(x, name).ndim != 2:
-        hint = (f" A single vector needs a batch axis: {name}[None]." if x.ndim == 1 else
-                f" Flatten the trailing dimensions first: {name}.flatten(1)." if x.ndim > 2 else '')
-        raise ValueError(f"{name} must be a (N, D) batch of embeddings, got shape {tuple(x.shape)}.{hint}")
+        hint = (
+            f" A single vector needs a batch axis: {name}[None]."
+            if x.ndim == 1
+            else f" Flatten the trailing dimensions first: {name}.flatten(1)."
+            if x.ndim > 2
+            else ''
+        )
+        raise ValueError(
+            f"{name} must be a (N, D) batch of embeddings, got shape {tuple(x.shape)}.{hint}"
+        )
     return x
 
+
 def similarity_matrix(
-    a: Tensor, # (N, D) embeddings, one per row
-    b: Tensor | None = None, # (M, D) embeddings; default: `a` itself
-) -> Tensor: # (N, M) cosines in [-1, 1]; entry (i, j) compares a[i] with b[j]
-    "Cosine similarity of every row of `a` with every row of `b`: normalise the rows, then one matrix product."
+    a: Tensor,  # (N, D) embeddings, one per row
+    b: Tensor | None = None,  # (M, D) embeddings; default: `a` itself
+) -> Tensor:  # (N, M) cosines in [-1, 1]; entry (i, j) compares a[i] with b[j]
+    "Cosine similarity of every row of `a` with every row of `b`: normalise, one matrix product."
     ua = _unit(_batch(a, 'a'), 'a')
-    if b is None: return (ua @ ua.mT).clamp(-1, 1)
+    if b is None:
+        return (ua @ ua.mT).clamp(-1, 1)
     ub = _unit(_batch(b, 'b'), 'b')
     if ua.shape[1] != ub.shape[1]:
-        raise ValueError(f"a and b must have the same number of features, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"a and b must have the same number of features, "
+            f"got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     dtype = torch.promote_types(ua.dtype, ub.dtype)  # matmul, unlike *, does not promote by itself
     return (ua.to(dtype) @ ub.to(dtype).mT).clamp(-1, 1)
 
 # %% ../nbs/02_similarity.ipynb #b9f72da0
 def _pairs(x: Tensor, y: Tensor) -> None:
     "Two (N, D) batches whose row i form the i-th positive pair."
-    _batch(x, 'x'), _batch(y, 'y')
-    if x.shape != y.shape: raise ValueError(f"x and y must have the same shape, row i of one paired with row i of the other; got {tuple(x.shape)} and {tuple(y.shape)}")
-    if len(x) == 0: raise ValueError("alignment needs at least one pair, got empty batches")
+    _batch(x, 'x')
+    _batch(y, 'y')
+    if x.shape != y.shape:
+        raise ValueError(
+            "x and y must have the same shape, row i of one paired with row i of the other; "
+            f"got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
+    if len(x) == 0:
+        raise ValueError("alignment needs at least one pair, got empty batches")
+
+
+def _finite(result: Tensor, what: str) -> Tensor:
+    "`result`, or a ValueError when it does not fit its dtype (a huge alpha or t)."
+    if not torch.isfinite(result):
+        raise ValueError(
+            f"the result does not fit in {result.dtype} at {what}: "
+            "use a smaller value, or float32 inputs"
+        )
+    return result
+
 
 def alignment(
-    x: Tensor, # (N, D) embeddings of the first element of each positive pair
-    y: Tensor, # (N, D) embeddings of the second element; row i pairs with x[i]
-    alpha: float = 2.0, # the exponent α > 0 on the distance
-) -> Tensor: # scalar in [0, 2^α]; 0 when every pair coincides
+    x: Tensor,  # (N, D) embeddings of the first element of each positive pair
+    y: Tensor,  # (N, D) embeddings of the second element; row i pairs with x[i]
+    alpha: float = 2.0,  # the exponent α > 0 on the distance
+) -> Tensor:  # scalar in [0, 2^α]; 0 when every pair coincides
     "Wang & Isola's alignment: the mean of ‖x̂ᵢ − ŷᵢ‖₂^α over positive pairs, on the unit sphere."
     _pairs(x, y)
-    if not alpha > 0: raise ValueError(f"alpha must be positive, got {alpha}")
+    alpha = check_number(alpha, 'alpha', low=0.0, low_open=True)
     dist = torch.linalg.vector_norm(_unit(x, 'x') - _unit(y, 'y'), dim=-1)
-    # ‖·‖^α has no derivative at 0 when α < 1: give perfectly aligned pairs a zero gradient rather than NaN.
+    # ‖·‖^α has no derivative at 0 when α < 1: aligned pairs get a zero gradient, not NaN.
     aligned = dist == 0
-    return torch.where(aligned, 0.0, torch.where(aligned, 1.0, dist).pow(alpha)).mean()
+    result = torch.where(aligned, 0.0, torch.where(aligned, 1.0, dist).pow(alpha)).mean()
+    return _finite(result, f"alpha = {alpha:g}")
+
 
 def uniformity(
-    x: Tensor, # (N, D) embeddings, N >= 2
-    t: float = 2.0, # the scale t > 0 in exp(−t‖·‖²)
-) -> Tensor: # scalar in [−2tN/(N−1), 0]; 0 when all points coincide
-    "Wang & Isola's uniformity: log of the mean of exp(−t‖x̂ᵢ − x̂ⱼ‖₂²) over distinct pairs, on the unit sphere."
-    if len(_batch(x, 'x')) < 2: raise ValueError(f"uniformity needs at least two embeddings to form a pair, got {len(x)}")
-    if not t > 0: raise ValueError(f"t must be positive, got {t}")
+    x: Tensor,  # (N, D) embeddings, N >= 2
+    t: float = 2.0,  # the scale t > 0 in exp(−t‖·‖²)
+) -> Tensor:  # scalar in [−2tN/(N−1), 0]; 0 when all points coincide
+    "Wang & Isola's uniformity: log of the mean of exp(−t‖x̂ᵢ − x̂ⱼ‖₂²) over distinct pairs."
+    if len(_batch(x, 'x')) < 2:
+        raise ValueError(f"uniformity needs at least two embeddings to form a pair, got {len(x)}")
+    t = check_number(t, 't', low=0.0, low_open=True)
     n = len(x)
     u = _unit(x, 'x')
-    # For unit vectors ‖u − v‖² = 2 − 2 cos; the clamp removes rounding below 0 where points coincide.
+    if u.dtype in (torch.float16, torch.bfloat16):
+        u = u.float()  # −t‖·‖² can pass half precision's range; the result is cast back
+    # For unit vectors ‖u − v‖² = 2 − 2 cos; the clamp removes rounding below 0.
     sq_dist = (2 - 2 * (u @ u.mT)).clamp_min(0)
     off_diagonal = ~torch.eye(n, dtype=torch.bool, device=x.device)
-    return torch.logsumexp(-t * sq_dist[off_diagonal], 0) - math.log(n * (n - 1))
+    result = torch.logsumexp(-t * sq_dist[off_diagonal], 0) - math.log(n * (n - 1))
+    return _finite(result.to(x.dtype), f"t = {t:g}")

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 from torch.autograd import gradcheck
 
-from contrastive_nb.infonce import info_nce, nt_xent, row_logsumexp
+from contrastive_nb.infonce import _row_logsumexp, _shift_free, info_nce, nt_xent
 
 def rand(*shape, seed=0, dtype=torch.float64):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
@@ -145,12 +145,12 @@ def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, s
     ref = torch.logsumexp((ref_a @ ref_b.T).masked_fill(torch.eye(4, 6, dtype=torch.bool) & skip, float('-inf')), 1)
     ref_grads = torch.autograd.grad((ref * weights).sum(), (ref_a, ref_b))
     got_a, got_b = leaf(a.to(dtype), b.to(dtype))
-    got = row_logsumexp(got_a, got_b, bound, skip, chunk_size)
+    got = _row_logsumexp(got_a, got_b, bound, skip, chunk_size)
     got_grads = torch.autograd.grad((got * weights.to(dtype)).sum(), (got_a, got_b))
     tol = dict(rtol=1e-5, atol=1e-4 * bound) if dtype == torch.float32 else {}
     assert torch.isfinite(got).all() and torch.allclose(got.double(), ref, **tol)
     assert all(torch.allclose(g.double(), r, **tol) for g, r in zip(got_grads, ref_grads))
-    with torch.no_grad(): assert torch.allclose(row_logsumexp(a.to(dtype), b.to(dtype), bound, skip, chunk_size).double(), ref, **tol)
+    with torch.no_grad(): assert torch.allclose(_row_logsumexp(a.to(dtype), b.to(dtype), bound, skip, chunk_size).double(), ref, **tol)
 
 @pytest.mark.parametrize('call, error, message', [
     (lambda: info_nce(torch.randn(4, 8), torch.randn(5, 8)), ValueError, 'same shape'),
@@ -166,7 +166,7 @@ def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, s
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(10, 6)), ValueError, 'features'),
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(3, 2, 8)), ValueError, 'per-query'),
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 0, 8)), ValueError, 'per-query'),
-    (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(1, 4, 2, 8)), ValueError, 'negatives must be'),
+    (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(1, 4, 2, 8)), ValueError, "negatives must have"),
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(0, 8)), ValueError, 'empty'),
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), reduction='avg'), ValueError, 'reduction'),
     (lambda: nt_xent(torch.randn(4, 8), torch.randn(4, 8), chunk_size=0), ValueError, 'chunk_size'),
@@ -186,7 +186,7 @@ def test_train_on_pairs_steps_views_and_reproducibility():
         def loss(view1, view2, generator):
             seen.append((tuple(view1.shape), torch.equal(view1, view2)))
             return (weight * view1.mean() - view2.mean()) ** 2
-        from contrastive_nb.pairs import AugmentationPolicy
+        from contrastive_nb.augment import AugmentationPolicy
         history = train_on_pairs(loss, [weight], images, AugmentationPolicy(size=16), epochs=2, batch_size=5, lr=0.1,
                                  seed=seed, progress=False)
         return history, seen, weight
@@ -201,3 +201,126 @@ def test_train_on_pairs_takes_one_step_when_the_batch_exceeds_the_images():
     history = train_on_pairs(lambda a, b, g: (weight * a.mean() - b.mean()) ** 2, [weight], torch.rand(3, 3, 8, 8),
                              epochs=2, batch_size=8, progress=False)
     assert len(history) == 2
+
+# --- every bad-input class of the library's rule, for both losses -----------------------------------------------
+
+def q8(n=4, dtype=torch.float32): return torch.randn(n, 8, dtype=dtype)
+
+@pytest.mark.parametrize('call, error, message', [
+    (lambda: info_nce(q8().long(), q8()), TypeError, 'query must be floating point'),
+    (lambda: info_nce(q8(), q8() > 0), TypeError, 'positive must be floating point'),
+    (lambda: nt_xent(q8().int(), q8()), TypeError, 'z1 must be floating point'),
+    (lambda: info_nce(q8(), q8(), q8().long()), TypeError, 'negatives must be floating point'),
+    (lambda: info_nce(q8(), q8(), [[1.0] * 8]), TypeError, 'negatives must be a torch.Tensor'),
+    (lambda: info_nce(q8(), q8(), temperature=True), TypeError, 'temperature'),
+    (lambda: nt_xent(q8(), q8(), temperature=float('inf')), ValueError, 'temperature'),
+    (lambda: nt_xent(q8(), q8(), temperature=torch.tensor(0.0)), ValueError, 'temperature'),
+    (lambda: nt_xent(q8(), q8(), temperature=torch.tensor([0.1, 0.2])), ValueError, 'temperature'),
+    (lambda: nt_xent(q8(), q8(), temperature=torch.tensor(1)), TypeError, 'temperature'),
+    (lambda: nt_xent(q8(), q8(), temperature='0.1'), TypeError, 'temperature'),
+    (lambda: nt_xent(q8(), q8(), chunk_size=True), TypeError, 'chunk_size'),
+    (lambda: nt_xent(q8(), q8(), chunk_size=2.0), TypeError, 'chunk_size'),
+    (lambda: info_nce(q8(), q8(), chunk_size=-3), ValueError, 'chunk_size'),
+    (lambda: info_nce(q8(), q8(), reduction=None), ValueError, 'reduction'),
+    (lambda: info_nce(q8()[0], q8()[0]), ValueError, 'query must have 2 dimensions'),
+    (lambda: info_nce(q8()[None], q8()[None]), ValueError, 'query must have 2 dimensions'),
+    (lambda: info_nce(q8(), q8(), torch.randn(8)), ValueError, 'negatives must have 2 or 3'),
+    (lambda: info_nce(q8(), q8(), torch.zeros(5, 8)), ValueError, 'negatives has a zero vector'),
+    (lambda: info_nce(q8(), q8(), torch.full((5, 8), float('nan'))), ValueError, 'negatives has'),
+    (lambda: info_nce(q8(), torch.full((4, 8), float('inf'))), ValueError, 'positive has'),
+    (lambda: nt_xent(q8(), torch.zeros(4, 8)), ValueError, 'z2 has a zero vector'),
+    (lambda: nt_xent(q8(4), q8(5)), ValueError, 'same shape'),
+    (lambda: nt_xent(torch.randn(4, 0), torch.randn(4, 0)), ValueError, 'no features'),
+    (lambda: nt_xent(torch.randn(0, 8), torch.randn(0, 8)), ValueError, 'empty'),
+])
+def test_every_bad_input_class_names_its_argument(call, error, message):
+    with pytest.raises(error, match=message): call()
+
+def test_mixed_dtypes_and_layouts_give_the_float64_answer():
+    q, p, n = rand(6, 5, seed=30), rand(6, 5, seed=31), rand(7, 5, seed=32)
+    want = info_nce(q, p, n, 0.2)
+    assert torch.isclose(info_nce(q.float(), p, n.half(), 0.2).double(), want, rtol=1e-3)
+    assert torch.isclose(nt_xent(q, p.float(), 0.2).double(), nt_xent(q, p, 0.2), rtol=1e-5)
+    # non-contiguous views (a transpose, a stride) are ordinary inputs
+    qt, pt = rand(5, 6, seed=33).T, rand(12, 5, seed=34)[::2]
+    assert not qt.is_contiguous() and not pt.is_contiguous()
+    assert torch.isclose(nt_xent(qt, pt, 0.3), nt_xent(qt.contiguous(), pt.contiguous(), 0.3))
+    assert torch.isclose(info_nce(qt, pt, None, 0.3), info_nce(qt.contiguous(), pt.contiguous(), None, 0.3))
+
+def test_size_one_batches_and_a_one_element_temperature():
+    q, p = rand(1, 4, seed=35), rand(1, 4, seed=36)
+    assert info_nce(q, p).item() == 0.0  # one query, one candidate: its own positive, probability 1
+    assert torch.isfinite(info_nce(q, p, rand(3, 4, seed=37)))
+    t = torch.tensor([0.3], dtype=torch.float64, requires_grad=True)
+    loss = nt_xent(rand(4, 3, seed=38), rand(4, 3, seed=39), t)
+    assert loss.shape == () and torch.isclose(loss, nt_xent(rand(4, 3, seed=38), rand(4, 3, seed=39), 0.3))
+    loss.backward()
+    assert t.grad.shape == (1,) and torch.isfinite(t.grad).all()
+
+def test_the_error_names_the_argument_not_x():
+    with pytest.raises(ValueError, match=r'query has a zero vector at row 2'):
+        info_nce(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]), torch.randn(3, 2))
+
+def test_shift_free_switch_points():
+    assert _shift_free(10.0, 128, torch.float32) and not _shift_free(100.0, 128, torch.float32)
+    assert _shift_free(600.0, 65_536, torch.float64)
+
+# --- training loops: validation before work, forwarding, non-finite losses ------------------------------------------
+
+def test_train_on_pairs_refuses_bad_arguments_before_any_step():
+    from contrastive_nb.infonce import train_on_pairs
+    w = torch.nn.Parameter(torch.ones(()))
+    loss = lambda a, b, g: (w * a.mean() - b.mean()) ** 2
+    images = torch.rand(6, 3, 8, 8)
+    cases = [
+        (dict(pair_loss=None), TypeError, 'pair_loss'),
+        (dict(parameters=[]), ValueError, 'parameters is empty'),
+        (dict(parameters=w), TypeError, 'parameters'),
+        (dict(images=images[0]), ValueError, 'images must have 4'),
+        (dict(images=images[:0]), ValueError, 'images is empty'),
+        (dict(images=images.tolist()), TypeError, 'images must be a torch.Tensor'),
+        (dict(epochs=0), ValueError, 'epochs'),
+        (dict(epochs=True), TypeError, 'epochs'),
+        (dict(batch_size=2.5), TypeError, 'batch_size'),
+        (dict(lr=0.0), ValueError, 'lr'),
+        (dict(lr=float('nan')), ValueError, 'lr'),
+        (dict(weight_decay=-1e-4), ValueError, 'weight_decay'),
+        (dict(seed=1.5), TypeError, 'seed'),
+    ]
+    for change, error, message in cases:
+        kwargs = dict(pair_loss=loss, parameters=[w], images=images, epochs=1, batch_size=3, progress=False)
+        kwargs.update(change)
+        with pytest.raises(error, match=message): train_on_pairs(**kwargs)
+    assert w.item() == 1.0  # nothing trained
+
+def test_train_on_pairs_stops_on_a_non_finite_or_non_scalar_loss():
+    from contrastive_nb.infonce import train_on_pairs
+    w = torch.nn.Parameter(torch.ones(()))
+    with pytest.raises(FloatingPointError, match='step 0'):
+        train_on_pairs(lambda a, b, g: w * float('nan'), [w], torch.rand(4, 3, 8, 8), epochs=1, batch_size=2,
+                       progress=False)
+    with pytest.raises(ValueError, match='scalar'):
+        train_on_pairs(lambda a, b, g: w * a.mean(1), [w], torch.rand(4, 3, 8, 8), epochs=1, batch_size=2,
+                       progress=False)
+    assert w.item() == 1.0
+
+def test_train_simclr_forwards_options_and_validates_its_own():
+    from contrastive_nb.infonce import train_simclr
+    from contrastive_nb.models import ProjectionHead, SmallCNN
+    images = torch.rand(8, 3, 16, 16)
+    def run(**options):
+        torch.manual_seed(0)
+        encoder = SmallCNN(width=4, blocks=1)
+        head = ProjectionHead(encoder.feature_dim, 8, 4)
+        return train_simclr(encoder, head, images, epochs=1, batch_size=4, progress=False, **options)
+    base, other_seed, other_lr = run(seed=0), run(seed=1), run(seed=0, lr=1e-1)
+    assert base.equals(run(seed=0)) and not base.equals(other_seed)
+    assert base.loss.iloc[0] == other_lr.loss.iloc[0] and base.loss.iloc[1] != other_lr.loss.iloc[1]
+    with pytest.raises(TypeError, match='unexpected keyword'): run(learning_rate=0.1)
+    with pytest.raises(ValueError, match='temperature'): run(temperature=0)
+    with pytest.raises(ValueError, match='batch_size must be at least 2'):
+        train_simclr(SmallCNN(width=4, blocks=1), torch.nn.Identity(), images, batch_size=1)
+    with pytest.raises(TypeError, match='encoder must be a torch.nn.Module'):
+        train_simclr(lambda x: x, torch.nn.Identity(), images)
+    with pytest.raises(ValueError, match='at least 2 images'):
+        train_simclr(SmallCNN(width=4, blocks=1), torch.nn.Identity(), images[:1])

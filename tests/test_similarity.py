@@ -282,10 +282,10 @@ NAN, INF = float('nan'), float('inf')
     (lambda: alignment(torch.randn(4)[None], torch.randn(4)), ValueError, r'\(N, D\) batch'),
     (lambda: alignment(torch.randn(4, 3), torch.randn(5, 3)), ValueError, 'same shape'),
     (lambda: alignment(torch.randn(0, 3), torch.randn(0, 3)), ValueError, 'at least one pair'),
-    (lambda: alignment(torch.randn(2, 3), torch.randn(2, 3), alpha=0), ValueError, 'alpha must be positive'),
+    (lambda: alignment(torch.randn(2, 3), torch.randn(2, 3), alpha=0), ValueError, r'alpha must be a finite number in \(0'),
     (lambda: uniformity(torch.randn(1, 3)), ValueError, 'at least two'),
-    (lambda: uniformity(torch.randn(4, 3), t=-1.0), ValueError, 't must be positive'),
-    (lambda: uniformity(torch.randn(4, 3), t=NAN), ValueError, 't must be positive'),
+    (lambda: uniformity(torch.randn(4, 3), t=-1.0), ValueError, 't must be a finite number'),
+    (lambda: uniformity(torch.randn(4, 3), t=NAN), ValueError, 't must be a finite number'),
     (lambda: cosine_similarity(torch.tensor([1, 0]), torch.tensor([0, 1])), TypeError, 'floating point'),
     (lambda: similarity_matrix([[1.0, 0.0]]), TypeError, 'torch.Tensor'),
     (lambda: cosine_similarity(torch.tensor(1.0), torch.tensor(2.0)), ValueError, 'scalar'),
@@ -293,3 +293,42 @@ NAN, INF = float('nan'), float('inf')
 ])
 def test_bad_inputs_get_clear_errors(call, error, message):
     with pytest.raises(error, match=message): call()
+
+
+# --- the shared checks: wrong types are TypeErrors, bad values ValueErrors, every one named ---------------------------
+
+@pytest.mark.parametrize('call, error, message', [
+    (lambda: alignment(torch.randn(2, 3), torch.randn(2, 3), alpha=True), TypeError, 'alpha'),
+    (lambda: alignment(torch.randn(2, 3), torch.randn(2, 3), alpha=INF), ValueError, 'alpha'),
+    (lambda: alignment(torch.randn(2, 3), torch.randn(2, 3), alpha='2'), TypeError, 'alpha'),
+    (lambda: uniformity(torch.randn(4, 3), t=False), TypeError, 't must be a real number'),
+    (lambda: uniformity(torch.randn(4, 3), t=INF), ValueError, 't must be'),
+    (lambda: uniformity(torch.randn(4, 3) > 0), TypeError, 'x must be floating point'),
+    (lambda: alignment(torch.ones(2, 3, dtype=torch.int32), torch.ones(2, 3)), TypeError, 'x must be floating'),
+    (lambda: similarity_matrix(torch.randn(3, 2), [[1.0, 0.0]]), TypeError, 'b must be a torch.Tensor'),
+    (lambda: l2_normalize(None), TypeError, 'x must be a torch.Tensor'),
+    (lambda: similarity_matrix(torch.randn(2, 2, 2), torch.randn(2, 2)), ValueError, r'flatten\(1\)'),
+])
+def test_bad_types_and_values_name_the_argument(call, error, message):
+    with pytest.raises(error, match=message): call()
+
+def test_results_that_do_not_fit_the_dtype_raise_instead_of_returning_inf():
+    x = torch.randn(6, 4)
+    y = -x  # every distance is 2, and 2^alpha overflows float32 at alpha = 200
+    with pytest.raises(ValueError, match='alpha = 200'): alignment(x, y, alpha=200.0)
+    with pytest.raises(ValueError, match='alpha = 20'): alignment(x.half(), y.half(), alpha=20.0)
+    assert torch.isfinite(alignment(x.double(), y.double(), alpha=200.0))
+    with pytest.raises(ValueError, match='t = 1e\\+06'): uniformity(x.half(), t=1e6)
+    # half precision at an ordinary t is computed in float32 and returned as float16, close to float64
+    got = uniformity(x.half(), t=2.0)
+    assert got.dtype == torch.float16 and abs(got.item() - uniformity(x.double(), t=2.0).item()) < 0.02
+
+def test_size_one_and_non_contiguous_inputs():
+    x = torch.randn(4, 6)
+    xt = torch.randn(6, 4).T
+    assert not xt.is_contiguous()
+    assert torch.allclose(similarity_matrix(xt), similarity_matrix(xt.contiguous()))
+    assert torch.allclose(cosine_similarity(xt, x), cosine_similarity(xt.contiguous(), x))
+    assert alignment(x[:1], x[:1]).item() == 0.0
+    assert similarity_matrix(x[:1]).shape == (1, 1)
+    assert torch.isclose(uniformity(x[:2]), uniformity(x[:2].contiguous()))
