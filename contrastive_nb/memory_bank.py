@@ -1,4 +1,4 @@
-"""Negatives beyond the batch: one stored embedding per training example, updated with momentum and sampled for negatives — and the price, stale embeddings, measured.
+"""Negatives beyond the batch: a bank of one stored embedding per example, and its staleness
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/memory_bank.html.md"""
 
@@ -7,16 +7,19 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/memory_bank.html.md"""
 # %% ../nbs/05_memory_bank.ipynb #802e77e2
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 
 import pandas as pd
 import torch
 from torch import Tensor, nn
+from tqdm import tqdm
 
+from ._checks import (
+    check_choice, check_indices, check_int, check_number, check_positive_int, check_probability,
+    check_temperature, check_tensor)
 from .evaluate import embed
 from .infonce import info_nce
-from .pairs import AugmentationPolicy, augment_batch
+from .augment import AugmentationPolicy, augment_batch
 from .similarity import l2_normalize
 
 # %% auto #0
@@ -24,79 +27,87 @@ __all__ = ['momentum_blend', 'merge_duplicates', 'negative_indices', 'shared_neg
            'bank_staleness']
 
 # %% ../nbs/05_memory_bank.ipynb #4f4bc1d1
-def _check_momentum(momentum: float) -> float:
-    m = float(momentum)
-    if not 0 <= m <= 1: raise ValueError(f"momentum must lie in [0, 1] (0 replaces a row, 1 keeps it), got {momentum}")
-    return m
-
 def momentum_blend(
     rows: Tensor, # (N, D) the stored unit rows v
-    new: Tensor, # (N, D) the new embeddings f, unit length (or a mean of unit vectors)
+    new: Tensor, # (N, D) the new embeddings f: unit length (or a mean of unit vectors)
     momentum: float, # m in [0, 1]: 0 replaces a row, 1 keeps it
-) -> Tensor: # (N, D) the updated unit rows
-    "(m·v + (1 − m)·f) / ‖m·v + (1 − m)·f‖ for every row; a row whose blend cancels to zero is kept as it was."
-    m = _check_momentum(momentum)
-    if m == 1: return rows.clone()  # exactly unchanged: renormalising a unit row would still move its last bits
-    blend = m * rows + (1 - m) * new
+) -> Tensor: # (N, D) the updated unit rows, in the dtype of `rows`
+    "normalise(m·v + (1 − m)·f) for every row; a row whose blend cancels to zero is kept."
+    check_tensor(rows, 'rows', ndim=2, dtype='float', finite=True)
+    check_tensor(new, 'new', ndim=2, dtype='float', finite=True)
+    if new.shape != rows.shape:
+        raise ValueError(f"new must have the shape of rows {tuple(rows.shape)}, "
+                         f"got {tuple(new.shape)}")
+    m = check_probability(momentum, 'momentum')
+    if m == 1:
+        return rows.clone()  # exactly unchanged: renormalising would still move the last bits
+    blend = m * rows + (1 - m) * new.to(rows.dtype)
     norm = torch.linalg.vector_norm(blend, dim=1, keepdim=True)
     eps = torch.finfo(blend.dtype).eps
     return torch.where(norm > eps, blend / norm.clamp_min(eps), rows)
 
 # %% ../nbs/05_memory_bank.ipynb #793c0f10
 def merge_duplicates(
-    indices: Tensor, # (N,) row numbers, possibly repeated
+    indices: Tensor, # (N,) non-negative row numbers, possibly repeated
     embeddings: Tensor, # (N, D) one embedding per index
-) -> tuple[Tensor, Tensor]: # (U,) distinct row numbers in increasing order, (U, D) the mean embedding of each
-    "Collapse repeated indices into one, with the mean of their embeddings; the result does not depend on their order."
+) -> tuple[Tensor, Tensor]: # (U,) distinct rows, increasing; (U, D) the mean embedding of each
+    "Collapse repeated indices into one, with the mean of their embeddings; order-independent."
+    check_tensor(indices, 'indices', ndim=1, dtype='int')
+    check_tensor(embeddings, 'embeddings', ndim=2, dtype='float', finite=True)
+    if len(embeddings) != len(indices):
+        raise ValueError(f"embeddings must have one row per index: {len(indices)} indices, "
+                         f"got {len(embeddings)} embeddings")
+    if (indices < 0).any():
+        negative = indices[indices < 0][:5].tolist()
+        raise ValueError(f"indices must be row numbers >= 0, got {negative}")
+    indices = indices.long()
     unique, inverse, counts = torch.unique(indices, return_inverse=True, return_counts=True)
     if len(unique) == len(indices):  # nothing repeated: just sort
         order = torch.argsort(indices)
         return indices[order], embeddings[order]
-    members = inverse[None, :] == torch.arange(len(unique), device=indices.device)[:, None]  # (U, N) one-hot
-    return unique, (members.to(embeddings.dtype) / counts[:, None].to(embeddings.dtype)) @ embeddings
+    # (U, N) one-hot membership: a matrix product sums in the same order on every device.
+    members = inverse[None, :] == torch.arange(len(unique), device=indices.device)[:, None]
+    weights = members.to(embeddings.dtype) / counts[:, None].to(embeddings.dtype)
+    return unique, weights @ embeddings
 
 # %% ../nbs/05_memory_bank.ipynb #c6ffab17
-_INTEGER_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+def _check_generator(generator) -> None:
+    "None or a torch.Generator."
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, "
+                        f"got {type(generator).__name__}")
 
-def _check_indices(indices: Tensor, size: int, device: torch.device | None = None) -> Tensor:
-    "1-D int64 row numbers in [0, size) (on `device`, if given), or an error that says what is wrong and how to fix it."
-    if not isinstance(indices, Tensor):
-        raise TypeError(f"indices must be a 1-D integer torch.Tensor, got {type(indices).__name__}; wrap it with torch.tensor(...)")
-    if indices.dtype not in _INTEGER_DTYPES:
-        fix = ("a boolean mask is not a list of rows: use mask.nonzero().squeeze(1)" if indices.dtype == torch.bool
-               else "row numbers are integers: convert whole numbers with .long()")
-        raise TypeError(f"indices must have an integer dtype, got {indices.dtype}; {fix}")
-    if indices.ndim != 1: raise ValueError(f"indices must be 1-D, one row number per example, got shape {tuple(indices.shape)}")
-    if device is not None and indices.device != device:
-        raise ValueError(f"indices are on {indices.device} but the bank is on {device}; move them with .to({str(device)!r})")
-    bad = (indices < 0) | (indices >= size)
-    if bad.any():
-        raise ValueError(f"indices must lie in [0, {size - 1}] for a bank of {size} rows, got {indices[bad][:5].tolist()}"
-                         " (negative indices are refused, not counted from the end)")
-    return indices.long()
-
-def _check_k(k: int, limit: int, why: str) -> int:
+def _check_k(k, limit: int, why: str) -> int:
     "An int k in [1, limit], or an error that says why the limit is what it is."
-    if isinstance(k, bool) or not hasattr(k, '__index__'): raise TypeError(f"k must be an int, got {type(k).__name__}")
-    k = operator.index(k)
-    if not 1 <= k <= limit: raise ValueError(f"k must lie in [1, {limit}]: {why}; got k={k}")
-    return k
+    try:
+        return check_int(k, 'k', low=1, high=limit)
+    except ValueError as e:
+        raise ValueError(f"{e}: {why}") from None
 
 def negative_indices(
     indices: Tensor, # (N,) row number of each query
     size: int, # rows in the bank
     k: int, # negatives per query, 1 <= k <= size − 1
-    generator: torch.Generator | None = None, # source of randomness, on any device; None: torch's global generator
-    replacement: bool = False, # False: k distinct rows per query; True: k independent draws (cost O(N·k), not O(N·size))
-) -> Tensor: # (N, k) int64 row numbers on the indices' device; row i of the result never contains indices[i]
+    generator: torch.Generator | None = None, # source of randomness; None: torch's global one
+    replacement: bool = False, # False: k distinct rows per query; True: k independent draws
+) -> Tensor: # (N, k) int64 rows on the indices' device; row i never contains indices[i]
     "Draw k rows per query uniformly among the size − 1 rows that are not the query's own."
-    indices = _check_indices(indices, size)
-    k = _check_k(k, size - 1, f"a query's own row is never its negative, so a bank of {size} rows has at most size - 1 = "
-                              f"{size - 1} negatives per query")
-    n, device = len(indices), generator.device if generator is not None else indices.device
-    if replacement: slots = torch.randint(0, size - 1, (n, k), generator=generator, device=device)
-    elif n == 0: slots = torch.empty(0, k, dtype=torch.long, device=device)
-    else: slots = torch.multinomial(torch.ones(n, size - 1, device=device), k, replacement=False, generator=generator)
+    size = check_int(size, 'size', low=2)
+    indices = check_indices(indices, 'indices', size)
+    k = _check_k(k, size - 1, f"a query's own row is never its negative, so a bank of {size} "
+                              f"rows has at most size - 1 = {size - 1} negatives per query")
+    _check_generator(generator)
+    if not isinstance(replacement, bool):
+        raise TypeError(f"replacement must be True or False, got {replacement!r}")
+    n = len(indices)
+    device = generator.device if generator is not None else indices.device
+    if replacement:  # cost O(N·k): fine for banks of millions of rows
+        slots = torch.randint(0, size - 1, (n, k), generator=generator, device=device)
+    elif n == 0:
+        slots = torch.empty(0, k, dtype=torch.long, device=device)
+    else:  # cost O(N·size): k distinct slots per query
+        weights = torch.ones(n, size - 1, device=device)
+        slots = torch.multinomial(weights, k, replacement=False, generator=generator)
     slots = slots.to(indices.device)
     return slots + (slots >= indices[:, None]).long()  # skip over the query's own row
 
@@ -104,85 +115,99 @@ def negative_indices(
 def shared_negative_indices(
     indices: Tensor, # (N,) row numbers of the batch's queries
     size: int, # rows in the bank
-    k: int, # negatives shared by the batch, 1 <= k <= size − (number of distinct indices)
-    generator: torch.Generator | None = None, # source of randomness, on any device; None: torch's global generator
-) -> Tensor: # (k,) distinct int64 row numbers on the indices' device, none of them in `indices`
+    k: int, # negatives shared by the batch: 1 <= k <= size − (distinct indices)
+    generator: torch.Generator | None = None, # source of randomness; None: torch's global one
+) -> Tensor: # (k,) distinct int64 rows on the indices' device, none of them in `indices`
     "Draw k distinct rows uniformly among the rows that are not in the batch."
-    indices = _check_indices(indices, size)
+    size = check_int(size, 'size', low=2)
+    indices = check_indices(indices, 'indices', size)
+    _check_generator(generator)
     allowed = torch.ones(size, device=generator.device if generator is not None else indices.device)
     allowed[indices.to(allowed.device)] = 0
     free = int(allowed.sum())
-    k = _check_k(k, free, f"a bank of {size} rows has {free} rows outside this batch of {size - free} distinct rows")
+    k = _check_k(k, free, f"a bank of {size} rows has {free} rows outside this batch of "
+                          f"{size - free} distinct rows")
     return torch.multinomial(allowed, k, replacement=False, generator=generator).to(indices.device)
 
 # %% ../nbs/05_memory_bank.ipynb #94125616
 class MemoryBank(nn.Module):
-    "One unit embedding per training example (Wu et al. 2018): read by index, blended with momentum, sampled for negatives."
+    "One unit embedding per training example (Wu et al. 2018), read by index and sampled."
     def __init__(self,
                  size: int, # number of training examples n; example i owns row i
                  dim: int, # length D of each embedding
-                 momentum: float = 0.5, # m in v ← normalise(m·v + (1 − m)·f): 0 replaces a row, 1 never changes it
+                 momentum: float = 0.5, # m in v ← normalise(m·v + (1 − m)·f); 0 replaces a row
                  seed: int = 0, # seed of the random unit vectors the bank starts from
                  dtype: torch.dtype = torch.float32, # storage type of the rows
                 ):
         super().__init__()
-        for name, value, low in (('size', size, 2), ('dim', dim, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}" +
-                                 (" (each example needs at least one other row as its negative)" if name == 'size' else ''))
-        if not dtype.is_floating_point: raise TypeError(f"dtype must be a floating-point type, got {dtype}")
-        self.momentum = _check_momentum(momentum)  # a plain attribute: a hyperparameter, not state
-        g = torch.Generator().manual_seed(seed)
-        self.register_buffer('memory', l2_normalize(torch.randn(size, dim, generator=g, dtype=torch.float64)).to(dtype))
+        size = check_int(size, 'size', low=2)  # each example needs another row as its negative
+        dim = check_positive_int(dim, 'dim')
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+        self.momentum = check_probability(momentum, 'momentum')  # a hyperparameter, not state
+        g = torch.Generator().manual_seed(check_int(seed, 'seed'))
+        start = torch.randn(size, dim, generator=g, dtype=torch.float64)
+        self.register_buffer('memory', l2_normalize(start).to(dtype))
 
     def __len__(self) -> int: return self.memory.shape[0]
     @property
     def dim(self) -> int: return self.memory.shape[1]
-    def extra_repr(self) -> str: return f"size={len(self)}, dim={self.dim}, momentum={self.momentum}"
+    def extra_repr(self) -> str:
+        return f"size={len(self)}, dim={self.dim}, momentum={self.momentum}"
+
+    def _rows(self, indices: Tensor) -> Tensor:
+        "Checked int64 row numbers on the bank's device."
+        check_tensor(indices, 'indices', ndim=1, dtype='int')
+        if indices.device != self.memory.device:
+            device = self.memory.device
+            raise ValueError(f"indices are on {indices.device} but the bank is on {device}; "
+                             f"move them with .to({str(device)!r})")
+        return check_indices(indices, 'indices', len(self))
 
     def forward(self, indices: Tensor) -> Tensor: # (N, D) the stored rows
         "Read the stored embeddings of some examples (a copy; the bank holds no gradient)."
-        return self.memory[_check_indices(indices, len(self), self.memory.device)]
+        return self.memory[self._rows(indices)]
 
     @torch.no_grad()
     def update(self,
-               indices: Tensor, # (N,) row number of each embedding; a repeated row is blended once with the mean
-               embeddings: Tensor, # (N, D) new embeddings: detached, normalised and cast to the bank's dtype here
+               indices: Tensor, # (N,) row of each embedding; a repeated row is blended once
+               embeddings: Tensor, # (N, D) new embeddings: detached, normalised and cast here
               ) -> None:
         "Blend the rows of `indices` with their new embeddings: v ← normalise(m·v + (1 − m)·f)."
-        idx = _check_indices(indices, len(self), self.memory.device)
-        if not isinstance(embeddings, Tensor): raise TypeError(f"embeddings must be a torch.Tensor, got {type(embeddings).__name__}")
-        if not embeddings.is_floating_point():
-            raise TypeError(f"embeddings must be floating point, got {embeddings.dtype}; are these the indices?")
+        idx = self._rows(indices)
+        check_tensor(embeddings, 'embeddings', ndim=2, dtype='float')
         if embeddings.shape != (len(idx), self.dim):
-            raise ValueError(f"embeddings must have shape (len(indices), dim) = ({len(idx)}, {self.dim}), got {tuple(embeddings.shape)}")
+            raise ValueError(f"embeddings must have shape (len(indices), dim) = ({len(idx)}, "
+                             f"{self.dim}), got {tuple(embeddings.shape)}")
         if embeddings.device != self.memory.device:
-            raise ValueError(f"embeddings are on {embeddings.device} but the bank is on {self.memory.device}; "
-                             f"move the bank with bank.to(device) when you move the model")
-        if len(idx) == 0: return
-        try: f = l2_normalize(embeddings.detach()).to(self.memory.dtype)
-        except ValueError as e: raise ValueError(f"embeddings: {e}") from None  # a NaN or zero row must not enter the bank
-        idx, f = merge_duplicates(idx, f)
+            raise ValueError(f"embeddings are on {embeddings.device} but the bank is on "
+                             f"{self.memory.device}; move the bank with bank.to(device)")
+        if len(idx) == 0:
+            return
+        try:
+            f = l2_normalize(embeddings.detach()).to(self.memory.dtype)
+        except ValueError as e:  # a NaN or zero row must not enter the bank
+            raise ValueError(f"embeddings: {e}") from None
+        idx, f = merge_duplicates(idx, f)  # a repeated row is blended once, with the mean
         self.memory[idx] = momentum_blend(self.memory[idx], f, self.momentum)
 
     def sample_negatives(self,
                          indices: Tensor, # (N,) row number of each query
                          k: int, # negatives per query, 1 <= k <= size − 1
-                         generator: torch.Generator | None = None, # source of randomness; None: torch's global generator
-                         replacement: bool = False, # False: k distinct rows; True: independent draws, cheaper for huge banks
+                         generator: torch.Generator | None = None, # None: torch's global one
+                         replacement: bool = False, # True: independent draws (huge banks)
                         ) -> Tensor: # (N, k, D) stored rows, never the query's own
         "K negatives per query from the bank, in the (N, K, D) form `info_nce` takes."
-        idx = _check_indices(indices, len(self), self.memory.device)
-        return self.memory[negative_indices(idx, len(self), k, generator, replacement)]
+        rows = negative_indices(self._rows(indices), len(self), k, generator, replacement)
+        return self.memory[rows]
 
     def sample_shared_negatives(self,
                                 indices: Tensor, # (N,) row numbers of the batch's queries
-                                k: int, # negatives shared by the batch, at most size − (distinct indices)
-                                generator: torch.Generator | None = None, # source of randomness; None: torch's global generator
+                                k: int, # negatives shared by the batch
+                                generator: torch.Generator | None = None, # None: torch's global one
                                ) -> Tensor: # (k, D) stored rows, none of them a row of the batch
-        "K negatives for the whole batch, none of them a query's own row, in the (K, D) form `info_nce` takes."
-        idx = _check_indices(indices, len(self), self.memory.device)
-        return self.memory[shared_negative_indices(idx, len(self), k, generator)]
+        "K negatives for the whole batch, none a query's own row, in the (K, D) form."
+        return self.memory[shared_negative_indices(self._rows(indices), len(self), k, generator)]
 
 # %% ../nbs/05_memory_bank.ipynb #a07c2cae
 def train_memory_bank(
@@ -191,7 +216,7 @@ def train_memory_bank(
     images: Tensor, # (n, 3, H, W) training images in [0, 1]; image i owns row i of the bank
     bank: MemoryBank, # n rows of width D, on the images' device; updated in place
     k: int = 256, # negatives per query, drawn from the bank
-    negatives: str = 'shared', # 'shared': one (K, D) draw per batch, outside the batch; 'per-query': (N, K, D)
+    negatives: str = 'shared', # 'shared': one (K, D) draw per batch; 'per-query': (N, K, D)
     policy: AugmentationPolicy = AugmentationPolicy(), # how the one view of each image is drawn
     epochs: int = 10, # passes over the images
     batch_size: int = 32, # images per step; the number of negatives does not depend on it
@@ -200,36 +225,55 @@ def train_memory_bank(
     weight_decay: float = 1e-6, # Adam's weight decay
     seed: int = 0, # shuffling, augmentation and negative sampling are reproducible from it
     progress: bool = True, # show a progress bar
-    callback: Callable[[int], None] | None = None, # called with the step number after each bank update
+    callback: Callable[[int], None] | None = None, # called with the step number after each update
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
-    "Instance discrimination with a memory bank: a view of image i must pick bank row i among k other rows."
-    if len(bank) != len(images): raise ValueError(f"the bank has {len(bank)} rows for {len(images)} images; it needs one row per image")
+    "Instance discrimination with a memory bank: a view of image i must pick row i among k others."
+    check_tensor(images, 'images', ndim=4, nonempty=True)
+    if not isinstance(bank, MemoryBank):
+        raise TypeError(f"bank must be a MemoryBank, got {type(bank).__name__}")
+    if len(bank) != len(images):
+        raise ValueError(f"the bank has {len(bank)} rows for {len(images)} images; "
+                         "it needs one row per image")
     if bank.memory.device != images.device:
-        raise ValueError(f"the bank is on {bank.memory.device} but the images are on {images.device}; move it with bank.to(images.device)")
-    if batch_size < 2: raise ValueError(f"batch_size must be at least 2 (BatchNorm in the head needs it), got {batch_size}")
-    if negatives not in ('shared', 'per-query'): raise ValueError(f"negatives must be 'shared' or 'per-query', got {negatives!r}")
+        raise ValueError(f"the bank is on {bank.memory.device} but the images are on "
+                         f"{images.device}; move it with bank.to(images.device)")
+    check_choice(negatives, 'negatives', ('shared', 'per-query'))
+    if not isinstance(policy, AugmentationPolicy):
+        raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
+    epochs = check_positive_int(epochs, 'epochs')
+    batch_size = check_int(batch_size, 'batch_size', low=2)  # BatchNorm needs two rows
+    temperature = check_temperature(temperature)
+    lr = check_number(lr, 'lr', low=0.0, low_open=True)
+    weight_decay = check_number(weight_decay, 'weight_decay', low=0.0)
+    generator = torch.Generator().manual_seed(check_int(seed, 'seed'))
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
     draw = bank.sample_shared_negatives if negatives == 'shared' else bank.sample_negatives
-    from tqdm.auto import tqdm
-    generator = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam([*encoder.parameters(), *head.parameters()], lr=lr, weight_decay=weight_decay)
-    encoder.train(), head.train()
-    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch, as train_simclr does
+    optimiser = torch.optim.Adam([*encoder.parameters(), *head.parameters()], lr=lr,
+                                 weight_decay=weight_decay)
+    encoder.train()
+    head.train()
+    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch
     history = []
-    with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=f'memory bank, K={k}, m={bank.momentum}', mininterval=2) as bar:
+    desc = f'memory bank, K={k}, m={bank.momentum}'
+    bar = tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc, mininterval=2)
+    with bar:
         for epoch in range(epochs):
             order = torch.randperm(len(images), generator=generator).to(images.device)
             for step in range(steps_per_epoch):
                 idx = order[step * batch_size:(step + 1) * batch_size]
                 query = head(encoder(augment_batch(images[idx], policy, generator)))
-                # Read before writing: the positive and the negatives must not contain this step's queries.
+                # Read before writing: positive and negatives must not contain this step's queries.
                 loss = info_nce(query, bank(idx), draw(idx, k, generator), temperature)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 optimiser.step()
                 bank.update(idx, query)
                 history.append((epoch, epoch * steps_per_epoch + step, loss.item()))
-                bar.update(), bar.set_postfix(loss=f'{loss.item():.3f}', refresh=False)
-                if callback is not None: callback(epoch * steps_per_epoch + step)
+                bar.update()
+                bar.set_postfix(loss=f'{loss.item():.3f}', refresh=False)
+                if callback is not None:
+                    callback(epoch * steps_per_epoch + step)
     return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
 
 # %% ../nbs/05_memory_bank.ipynb #b69b417d
@@ -239,7 +283,14 @@ def bank_staleness(
     head: nn.Module, # the current projection head
     images: Tensor, # (N, 3, H, W) the images of the rows to inspect
     indices: Tensor, # (N,) their rows in the bank
-) -> Tensor: # (N,) cosine between each stored row and the current embedding of its image; 1 = up to date
-    "How far each stored row is from what the current network (in eval mode) says about its example."
+) -> Tensor: # (N,) cosine of each stored row with its image's current embedding; 1 = up to date
+    "How far each stored row is from what the current network (in eval mode) says about it."
+    if not isinstance(bank, MemoryBank):
+        raise TypeError(f"bank must be a MemoryBank, got {type(bank).__name__}")
+    stored = bank(indices)
+    check_tensor(images, 'images', ndim=4)
+    if len(images) != len(stored):
+        raise ValueError(f"images must have one image per index: {len(stored)} indices, "
+                         f"got {len(images)} images")
     current = embed(nn.Sequential(encoder, head), images).to(bank.memory.device, bank.memory.dtype)
-    return (bank(indices) * l2_normalize(current)).sum(1)
+    return (stored * l2_normalize(current)).sum(1)
