@@ -1,4 +1,4 @@
-"""How good is an encoder's representation? Embed a dataset, then ask a weighted k-nearest-neighbour vote, a linear probe and a retrieval ranking.
+"""How good is a representation? Embed a dataset; ask a weighted kNN, a linear probe, a ranking.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/evaluate.html.md"""
 
@@ -13,25 +13,48 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import (check_indices, check_int, check_number, check_positive_int,
+                                    check_temperature, check_tensor)
 from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['embed', 'knn_predict', 'knn_accuracy', 'linear_probe', 'rank_of_positive', 'retrieval_metrics']
 
 # %% ../nbs/evaluate.ipynb #77376548
+def _device(device, default: torch.device) -> torch.device:
+    "`device` as a torch.device (default when None), or a clear error."
+    if device is None: return default
+    if not isinstance(device, (str, torch.device)):
+        kind = type(device).__name__
+        raise TypeError(f"device must be a string like 'cpu' or a torch.device, got {kind}")
+    try: return torch.device(device)
+    except RuntimeError as e: raise ValueError(f"device {device!r} is not a device: {e}") from None
+
+def _as_model_input(batch: Tensor, dtype: torch.dtype) -> Tensor:
+    "uint8 pixels scaled to [0, 1]; floating inputs cast to the model's dtype."
+    if batch.dtype == torch.uint8: return batch.to(dtype).div_(255)
+    return batch.to(dtype)
+
 def embed(
     model: nn.Module, # maps a batch of inputs to a batch of features
-    images: Tensor, # (N, ...) inputs; uint8 pixels are scaled to [0, 1] batch by batch
+    images: Tensor, # (N, ...) floating-point inputs or uint8 pixels (scaled to [0, 1])
     batch_size: int = 512, # inputs per forward pass (bounds memory, not the result)
-    device: torch.device | str | None = None, # where batches are sent; default: where the model's parameters are
+    device: torch.device | str | None = None, # default: the model's
 ) -> Tensor: # (N, D) float32 features on the CPU; feature maps are flattened
-    "The model's features for every input, in eval mode and without gradients; every module's train/eval mode is restored."
-    if not isinstance(images, Tensor): raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
-    if images.ndim < 1 or len(images) == 0: raise ValueError(f"images must hold at least one input, got shape {tuple(images.shape)}")
-    if not isinstance(batch_size, int) or batch_size < 1: raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    "The model's features for every input, in eval mode and without gradients; modes are restored."
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_tensor(images, 'images', nonempty=True)
+    if images.ndim < 2:
+        raise ValueError(f"images must be a batch (N, ...) of inputs, got {tuple(images.shape)}")
+    if not (images.is_floating_point() or images.dtype == torch.uint8):
+        raise TypeError(f"images must be floating point or uint8 pixels, got {images.dtype}; "
+                        "convert them with .float()")
+    check_tensor(images, 'images', finite=True)
+    batch_size = check_positive_int(batch_size, 'batch_size')
     first = next(itertools.chain(model.parameters(), model.buffers()), None)
-    if device is None: device = first.device if first is not None else 'cpu'
-    # Floating inputs follow the model's dtype, so a half-precision model can be evaluated on float32 images.
+    device = _device(device, first.device if first is not None else torch.device('cpu'))
+    # Floating inputs follow the model's dtype, so a half-precision model can embed float32 images.
     dtype = first.dtype if first is not None and first.is_floating_point() else torch.float32
     modes = [(m, m.training) for m in model.modules()]
     model.eval()
@@ -39,42 +62,44 @@ def embed(
         features = []
         with torch.no_grad():
             for batch in images.split(batch_size):
-                batch = batch.to(device)
-                batch = batch.to(dtype).div_(255) if batch.dtype == torch.uint8 else batch.to(dtype) if batch.is_floating_point() else batch
-                out = model(batch)
-                if not isinstance(out, Tensor) or out.ndim < 2:
-                    raise ValueError(f"the model must return a (batch, features...) tensor, got {getattr(out, 'shape', type(out).__name__)}")
+                out = model(_as_model_input(batch.to(device), dtype))
+                if not isinstance(out, Tensor) or out.ndim < 2 or len(out) != len(batch):
+                    got = getattr(out, 'shape', type(out).__name__)
+                    raise ValueError(f"the model must return a (batch, ...) tensor, got {got}")
                 features.append(out.flatten(1).float().cpu())
     finally:
-        # Restore each module's own flag: a model may keep some parts (a frozen BatchNorm) in eval mode on purpose.
+        # Each module gets its own flag back: a model may keep a frozen BatchNorm in eval mode.
         for module, training in modes: module.training = training
-    return torch.cat(features)
+    features = torch.cat(features)
+    if not torch.isfinite(features).all():
+        row = int((~torch.isfinite(features)).any(1).nonzero()[0])
+        raise ValueError(f"the model returned NaN or inf features (first at image {row}); "
+                         "check the model's weights")
+    return features
 
 # %% ../nbs/evaluate.ipynb #50af0b66
 def _features(x, name: str) -> Tensor:
-    "A (N, D) floating-point feature matrix, or a clear error."
-    if not isinstance(x, Tensor): raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.ndim != 2: raise ValueError(f"{name} must be a (N, D) matrix of features, got shape {tuple(x.shape)}")
-    if not x.is_floating_point(): raise TypeError(f"{name} must be floating point, got {x.dtype}; convert it with .float()")
-    if len(x) == 0: raise ValueError(f"{name} is empty: shape {tuple(x.shape)}")
-    return x
+    "A (N, D) non-empty, finite floating-point feature matrix, or a clear error."
+    return check_tensor(x, name, ndim=2, dtype='float', nonempty=True, finite=True)
 
 def _labels(y, n: int, name: str) -> Tensor:
-    "A (n,) tensor of non-negative integer class indices, or a clear error."
-    if not isinstance(y, Tensor): raise TypeError(f"{name} must be a torch.Tensor, got {type(y).__name__}")
-    if y.shape != (n,): raise ValueError(f"{name} must have shape ({n},), one label per row of features, got {tuple(y.shape)}")
-    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer class indices, got {y.dtype}")
-    if (y < 0).any(): raise ValueError(f"{name} must be non-negative class indices, got a minimum of {int(y.min())}")
+    "A (n,) int64 tensor of non-negative class indices, or a clear error."
+    check_tensor(y, name, ndim=1, dtype='int')
+    if y.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), one label per row of features, "
+                         f"got {tuple(y.shape)}")
+    if (y < 0).any():
+        raise ValueError(f"{name} must be non-negative class indices, got {int(y.min())}")
     return y.long()
 
-def _unit_rows(x: Tensor, name: str) -> Tensor:
-    "Rows scaled to length 1 by lesson 02's `l2_normalize`; its error for a zero or NaN row names the argument."
+def _normalized_rows(x: Tensor, name: str) -> Tensor:
+    "Rows scaled to length 1 by `l2_normalize`, in float32 or wider; a zero row's error names `x`."
+    x = x.to(torch.promote_types(x.dtype, torch.float32))
     try: return l2_normalize(x)
     except ValueError as e: raise ValueError(f"{name}: {e}") from None
 
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1: raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def _flag(value, name: str) -> bool:
+    if not isinstance(value, bool): raise TypeError(f"{name} must be True or False, got {value!r}")
     return value
 
 # %% ../nbs/evaluate.ipynb #efa9b071
@@ -83,30 +108,39 @@ def knn_predict(
     train_labels: Tensor, # (N,) their integer classes
     query_features: Tensor, # (Q, D) features to classify
     k: int = 200, # number of neighbours that vote; clamped to the number of candidates
-    temperature: float = 0.07, # τ in the vote weight exp(similarity / τ); smaller trusts the nearest more
+    temperature: float = 0.07, # τ in the vote weight exp(similarity / τ)
     num_classes: int | None = None, # default: the largest training label + 1
     exclude_self: bool = False, # queries are the training points: query i does not vote for itself
     chunk_size: int = 1024, # queries compared at once (bounds memory, not the result)
 ) -> Tensor: # (Q,) predicted classes
-    "Wu et al.'s weighted kNN: the k most cosine-similar training points vote for their class with weight exp(sim / τ)."
-    train_features, query_features = _features(train_features, 'train_features'), _features(query_features, 'query_features')
+    "Wu et al.'s weighted kNN: the k most cosine-similar points vote with weight exp(sim / τ)."
+    train_features = _features(train_features, 'train_features')
+    query_features = _features(query_features, 'query_features')
     n = len(train_features)
     train_labels = _labels(train_labels, n, 'train_labels').to(train_features.device)
     if query_features.shape[1] != train_features.shape[1]:
-        raise ValueError(f"query_features and train_features must have the same number of features, got shapes "
-                         f"{tuple(query_features.shape)} and {tuple(train_features.shape)}")
-    _positive_int(k, 'k'), _positive_int(chunk_size, 'chunk_size')
-    if not temperature > 0: raise ValueError(f"temperature must be positive, got {temperature}")
-    num_classes = int(train_labels.max()) + 1 if num_classes is None else num_classes
-    if _positive_int(num_classes, 'num_classes') <= train_labels.max():
-        raise ValueError(f"num_classes is {num_classes} but train_labels holds class {int(train_labels.max())}")
+        shapes = f"{tuple(query_features.shape)} and {tuple(train_features.shape)}"
+        raise ValueError("query_features and train_features must have the same number of features, "
+                         f"got shapes {shapes}")
+    k = check_positive_int(k, 'k')
+    chunk_size = check_positive_int(chunk_size, 'chunk_size')
+    temperature = float(check_temperature(temperature))
+    exclude_self = _flag(exclude_self, 'exclude_self')
+    largest = int(train_labels.max())
+    if num_classes is None: num_classes = largest + 1
+    num_classes = check_positive_int(num_classes, 'num_classes')
+    if num_classes <= largest:
+        raise ValueError(f"num_classes is {num_classes} but train_labels holds class {largest}")
     if exclude_self and len(query_features) != n:
-        raise ValueError(f"exclude_self=True means the queries are the training points, but there are {len(query_features)} "
-                         f"queries and {n} training points")
-    if exclude_self and n == 1: raise ValueError("exclude_self=True needs at least two training points: one would have no neighbour")
+        raise ValueError("exclude_self=True means the queries are the training points, but there "
+                         f"are {len(query_features)} queries and {n} training points")
+    if exclude_self and n == 1:
+        raise ValueError("exclude_self=True needs at least two training points")
     k = min(k, n - 1 if exclude_self else n)
-    dtype = torch.promote_types(train_features.dtype, query_features.dtype)
-    keys, queries = _unit_rows(train_features, 'train_features').to(dtype), _unit_rows(query_features, 'query_features').to(dtype)
+    keys = _normalized_rows(train_features, 'train_features')
+    queries = _normalized_rows(query_features.to(keys.device), 'query_features')
+    dtype = torch.promote_types(keys.dtype, queries.dtype)
+    keys, queries = keys.to(dtype), queries.to(dtype)
     predictions = []
     for start in range(0, len(queries), chunk_size):
         sim = queries[start:start + chunk_size] @ keys.mT
@@ -114,7 +148,8 @@ def knn_predict(
             rows = torch.arange(len(sim), device=sim.device)
             sim[rows, start + rows] = -torch.inf
         top, index = sim.topk(k, dim=1)
-        weights = torch.exp((top - top[:, :1]) / temperature)  # divided by the largest weight: no overflow, same argmax
+        # Divided by the largest weight: no overflow, same argmax.
+        weights = torch.exp((top - top[:, :1]) / temperature)
         votes = torch.zeros(len(sim), num_classes, dtype=dtype, device=sim.device)
         predictions.append(votes.scatter_add_(1, train_labels[index], weights).argmax(1))
     return torch.cat(predictions)
@@ -132,11 +167,19 @@ def knn_accuracy(
     chunk_size: int = 1024, # queries compared at once
 ) -> float: # fraction of queries classified correctly
     "Accuracy of `knn_predict` on labelled queries."
-    query_labels = _labels(query_labels, len(_features(query_features, 'query_features')), 'query_labels')
-    predicted = knn_predict(train_features, train_labels, query_features, k, temperature, num_classes, exclude_self, chunk_size)
+    n_queries = len(_features(query_features, 'query_features'))
+    query_labels = _labels(query_labels, n_queries, 'query_labels')
+    predicted = knn_predict(train_features, train_labels, query_features, k, temperature,
+                            num_classes, exclude_self, chunk_size)
     return (predicted == query_labels.to(predicted.device)).double().mean().item()
 
 # %% ../nbs/evaluate.ipynb #f541c931
+def _standardise(x: Tensor, x_test: Tensor) -> tuple[Tensor, Tensor]:
+    "Both feature sets minus the training mean, over the training standard deviation (1 if zero)."
+    mean, std = x.mean(0), x.std(0, correction=0)
+    std = torch.where(std > 0, std, 1.0)
+    return (x - mean) / std, (x_test - mean) / std
+
 def linear_probe(
     train_features: Tensor, # (N, D) frozen features to fit on
     train_labels: Tensor, # (N,) their integer classes
@@ -148,23 +191,27 @@ def linear_probe(
     batch_size: int = 256, # training features per step
     seed: int = 0, # sets the order of the mini-batches; same seed, same result
 ) -> float: # fraction of test points classified correctly
-    "Accuracy of a logistic regression trained on standardised frozen features (train statistics) and scored on the test features."
-    train_features, test_features = _features(train_features, 'train_features'), _features(test_features, 'test_features')
+    "Test accuracy of a logistic regression on standardised frozen features (train statistics)."
+    train_features = _features(train_features, 'train_features')
+    test_features = _features(test_features, 'test_features')
     if test_features.shape[1] != train_features.shape[1]:
-        raise ValueError(f"train_features and test_features must have the same number of features, got shapes "
-                         f"{tuple(train_features.shape)} and {tuple(test_features.shape)}")
+        shapes = f"{tuple(train_features.shape)} and {tuple(test_features.shape)}"
+        raise ValueError("train_features and test_features must have the same number of features, "
+                         f"got shapes {shapes}")
     device = train_features.device
     y = _labels(train_labels, len(train_features), 'train_labels').to(device)
     y_test = _labels(test_labels, len(test_features), 'test_labels').to(device)
-    _positive_int(epochs, 'epochs'), _positive_int(batch_size, 'batch_size')
-    if not lr > 0: raise ValueError(f"lr must be positive, got {lr}")
-    if not weight_decay >= 0: raise ValueError(f"weight_decay must be non-negative, got {weight_decay}")
-    x, x_test = train_features.detach().float(), test_features.detach().float().to(device)
-    mean, std = x.mean(0), x.std(0, correction=0)
-    std = torch.where(std > 0, std, 1.0)
-    x, x_test = (x - mean) / std, (x_test - mean) / std
-    # skip_init: no random initialisation (the global random state stays untouched); the probe starts at zero.
-    probe = nn.utils.skip_init(nn.Linear, x.shape[1], int(max(y.max(), y_test.max())) + 1, device=device)
+    epochs = check_positive_int(epochs, 'epochs')
+    batch_size = check_positive_int(batch_size, 'batch_size')
+    # Above 1e6 Adam's arithmetic overflows float32; no probe needs such values.
+    lr = check_number(lr, 'lr', low=0.0, high=1e6, low_open=True)
+    weight_decay = check_number(weight_decay, 'weight_decay', low=0.0, high=1e6)
+    seed = check_int(seed, 'seed', low=0)
+    x_test = test_features.detach().float().to(device)
+    x, x_test = _standardise(train_features.detach().float(), x_test)
+    # skip_init: no random initialisation (the global random state is untouched); start at 0.
+    n_classes = int(max(y.max(), y_test.max())) + 1
+    probe = nn.utils.skip_init(nn.Linear, x.shape[1], n_classes, device=device)
     nn.init.zeros_(probe.weight)
     nn.init.zeros_(probe.bias)
     optimizer = torch.optim.Adam(probe.parameters(), lr=lr, weight_decay=weight_decay)
@@ -177,6 +224,8 @@ def linear_probe(
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
+    if not all(torch.isfinite(p).all() for p in probe.parameters()):
+        raise ValueError(f"the probe diverged (NaN or inf weights) with lr={lr}; use a smaller lr")
     with torch.no_grad(): return (probe(x_test).argmax(1) == y_test).double().mean().item()
 
 # %% ../nbs/evaluate.ipynb #37bc92f4
@@ -184,30 +233,47 @@ def rank_of_positive(
     scores: Tensor, # (Q, K) similarity of every query with every key; higher is more alike
     positive: Tensor, # (Q,) index of each query's positive key
 ) -> Tensor: # (Q,) ranks from 1 (best) to K
-    "Rank of each query's positive among all keys: 1 + the number of other keys scoring at least as high (ties count against)."
-    if scores.isnan().any(): raise ValueError("scores contain NaN: a NaN cannot be ranked")
-    return (scores >= scores.gather(1, positive[:, None])).sum(1)  # the positive itself is counted once: that is the 1
+    "Rank of each query's positive: 1 + the number of other keys scoring at least as high."
+    check_tensor(scores, 'scores', ndim=2)
+    if scores.dtype == torch.bool or scores.is_complex():
+        raise TypeError(f"scores must be real numbers, got {scores.dtype}")
+    if scores.is_floating_point() and scores.isnan().any():
+        raise ValueError("scores contain NaN: a NaN cannot be ranked")
+    positive = check_indices(positive, 'positive', scores.shape[1]).to(scores.device)
+    if len(positive) != len(scores):
+        raise ValueError(f"positive must have shape ({len(scores)},), one key per query, "
+                         f"got {tuple(positive.shape)}")
+    # Ties count against the query; the positive itself is counted once: that is the 1.
+    return (scores >= scores.gather(1, positive[:, None])).sum(1)
 
 def retrieval_metrics(
     queries: Tensor, # (Q, D) query embeddings
     keys: Tensor, # (K, D) key embeddings
-    positive: Tensor | None = None, # (Q,) index of each query's positive key; default: key i for query i
+    positive: Tensor | None = None, # (Q,) each query's positive key; default: key i
     chunk_size: int = 1024, # queries compared at once (bounds memory, not the result)
-) -> dict[str, float]: # 'top1', 'top5': fraction of queries whose positive ranks within 1 or 5; 'mean_rank': 1 is best
-    "Rank of each query's positive key among all keys by cosine similarity, summarised as top-1, top-5 and mean rank."
+) -> dict[str, float]: # 'top1', 'top5' (fractions), 'mean_rank' (1 is best)
+    "Rank of each query's positive key among all keys by cosine: top-1, top-5 and mean rank."
     queries, keys = _features(queries, 'queries'), _features(keys, 'keys')
     if queries.shape[1] != keys.shape[1]:
-        raise ValueError(f"queries and keys must have the same number of features, got shapes {tuple(queries.shape)} and {tuple(keys.shape)}")
+        raise ValueError(f"queries and keys must have the same number of features, "
+                         f"got shapes {tuple(queries.shape)} and {tuple(keys.shape)}")
     if positive is None:
         if len(keys) < len(queries):
-            raise ValueError(f"by default key i is the positive of query i, but there are {len(queries)} queries and only "
-                             f"{len(keys)} keys; pass positive=")
+            raise ValueError("by default key i is the positive of query i, but there are "
+                             f"{len(queries)} queries and only {len(keys)} keys; pass positive=")
         positive = torch.arange(len(queries), device=queries.device)
-    positive = _labels(positive, len(queries), 'positive').to(queries.device)
-    if positive.max() >= len(keys): raise ValueError(f"positive holds key index {int(positive.max())}, but there are only {len(keys)} keys")
-    _positive_int(chunk_size, 'chunk_size')
+    positive = check_indices(positive, 'positive', len(keys)).to(queries.device)
+    if len(positive) != len(queries):
+        raise ValueError(f"positive must have shape ({len(queries)},), one key per query, "
+                         f"got {tuple(positive.shape)}")
+    chunk_size = check_positive_int(chunk_size, 'chunk_size')
+    queries = _normalized_rows(queries, 'queries')
+    keys = _normalized_rows(keys.to(queries.device), 'keys')
     dtype = torch.promote_types(queries.dtype, keys.dtype)
-    queries, keys = _unit_rows(queries, 'queries').to(dtype), _unit_rows(keys, 'keys').to(dtype)
-    ranks = torch.cat([rank_of_positive(q @ keys.mT, p)  # cosines: dot products of unit vectors
-                       for q, p in zip(queries.split(chunk_size), positive.split(chunk_size))]).double()
-    return {'top1': (ranks <= 1).double().mean().item(), 'top5': (ranks <= 5).double().mean().item(), 'mean_rank': ranks.mean().item()}
+    queries, keys = queries.to(dtype), keys.to(dtype)
+    chunks = zip(queries.split(chunk_size), positive.split(chunk_size))
+    # Cosines are dot products of unit vectors.
+    ranks = torch.cat([rank_of_positive(q @ keys.mT, p) for q, p in chunks]).double()
+    return {'top1': (ranks <= 1).double().mean().item(),
+            'top5': (ranks <= 5).double().mean().item(),
+            'mean_rank': ranks.mean().item()}

@@ -1,4 +1,4 @@
-"""The networks that turn an image into a vector: a small CNN for 16–32 px images, a SimCLR projection head, and a ResNet-18 adapted to small images.
+"""The networks that turn an image into a vector: a small CNN, a projection head, a ResNet-18.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/models.html.md"""
 
@@ -13,6 +13,8 @@ import torch
 from torch import Tensor, nn
 from torchvision.models import resnet18
 
+from ._checks import check_choice, check_positive_int, check_tensor
+
 # %% auto #0
 __all__ = ['NORMS', 'conv_stage', 'SmallCNN', 'ProjectionHead', 'resnet18_small']
 
@@ -22,10 +24,9 @@ NORMS = ('batch', 'group', 'none')
 def _norm_layer(norm: str, channels: int) -> nn.Module:
     "The normalisation after a convolution: BatchNorm, GroupNorm with up to 8 groups, or nothing."
     if norm == 'batch': return nn.BatchNorm2d(channels)
-    # GroupNorm needs the channels to split evenly: 8 groups when they do, the largest divisor of 8 that works otherwise.
+    # GroupNorm needs the channels to split evenly: 8 groups, or the largest divisor of 8 that fits.
     if norm == 'group': return nn.GroupNorm(math.gcd(channels, 8), channels)
-    if norm == 'none': return nn.Identity()
-    raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+    return nn.Identity()
 
 def conv_stage(
     c_in: int, # input channels
@@ -33,24 +34,53 @@ def conv_stage(
     norm: str = 'batch', # 'batch', 'group' or 'none'
 ) -> nn.Sequential:
     "One stage of `SmallCNN`: 3×3 convolution (same size), normalisation, ReLU."
-    norm_layer = _norm_layer(norm, c_out)
-    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=norm == 'none'), norm_layer, nn.ReLU(inplace=True))
+    c_in = check_positive_int(c_in, 'c_in')
+    c_out = check_positive_int(c_out, 'c_out')
+    norm = check_choice(norm, 'norm', NORMS)
+    conv = nn.Conv2d(c_in, c_out, 3, padding=1, bias=norm == 'none')
+    return nn.Sequential(conv, _norm_layer(norm, c_out), nn.ReLU(inplace=True))
 
 # %% ../nbs/models.ipynb #7c5b07c7
+def _check_images(
+    x, # the input of an encoder's forward pass
+    in_channels: int, # the channels it was built for
+    weight: Tensor, # its first weight: floating images are cast to its dtype
+    final_cells: int | None = None, # cells per image at its last BatchNorm
+) -> Tensor:
+    "Floating, finite (N, in_channels, H, W) images with N, H, W >= 1, in the weight's dtype."
+    check_tensor(x, 'x', ndim=4)
+    if not x.is_floating_point():
+        fix = ("scale uint8 pixels with x.float() / 255" if x.dtype == torch.uint8
+               else "convert it with .float()")
+        raise TypeError(f"x must be floating-point images, got {x.dtype}; {fix}")
+    if x.shape[1] != in_channels or min(x.shape) == 0:
+        raise ValueError(f"x must be images of shape (N, {in_channels}, H, W) with N, H, W >= 1, "
+                         f"got {tuple(x.shape)}")
+    check_tensor(x, 'x', finite=True)
+    if final_cells is not None and len(x) * final_cells < 2:
+        size = f"{x.shape[2]}×{x.shape[3]}"
+        raise ValueError(f"x holds one image of {size} px, 1×1 at the last stage: "
+                         "BatchNorm in training mode needs more than one value per channel; "
+                         "use a batch of at least 2 or eval mode")
+    return x.to(weight.dtype)
+
 class SmallCNN(nn.Module):
-    "A small image encoder: `blocks` stages of conv3×3–norm–ReLU, 2×2 max-pool between stages, global average pool."
+    "A small image encoder: conv3×3–norm–ReLU stages, 2×2 max-pools between them, average pool."
     def __init__(self,
                  in_channels: int = 3, # image channels
                  width: int = 32, # channels of the first stage; each later stage doubles them
                  blocks: int = 4, # number of stages; each one after the first halves the resolution
-                 norm: str = 'batch', # 'batch' (BatchNorm), 'group' (GroupNorm, up to 8 groups) or 'none'
+                 norm: str = 'batch', # 'batch', 'group' (up to 8 groups) or 'none'
                  max_width: int = 512, # the doubling of the channels stops here
                 ):
         super().__init__()
-        for name, value in (('in_channels', in_channels), ('width', width), ('blocks', blocks), ('max_width', max_width)):
-            if not isinstance(value, int) or value < 1: raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if norm not in NORMS: raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-        if max_width < width: raise ValueError(f"max_width ({max_width}) must be at least width ({width})")
+        in_channels = check_positive_int(in_channels, 'in_channels')
+        width = check_positive_int(width, 'width')
+        blocks = check_positive_int(blocks, 'blocks')
+        max_width = check_positive_int(max_width, 'max_width')
+        norm = check_choice(norm, 'norm', NORMS)
+        if max_width < width:
+            raise ValueError(f"max_width ({max_width}) must be at least width ({width})")
         layers, c_in = [], in_channels
         for i in range(blocks):
             c_out = min(width * 2 ** i, max_width)
@@ -58,44 +88,64 @@ class SmallCNN(nn.Module):
             layers.append(conv_stage(c_in, c_out, norm))
             c_in = c_out
         self.features = nn.Sequential(*layers)
-        self.in_channels, self.norm, self.feature_dim = in_channels, norm, c_in
+        self.in_channels, self.norm, self.blocks, self.feature_dim = in_channels, norm, blocks, c_in
 
     def forward(self, x: Tensor) -> Tensor: # (N, feature_dim)
-        if x.ndim != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(f"SmallCNN expects images of shape (N, {self.in_channels}, H, W), got {tuple(x.shape)}")
+        cells = None
+        if self.training and self.norm == 'batch' and isinstance(x, Tensor) and x.ndim == 4:
+            shrink = 2 ** (self.blocks - 1)  # the max-pools round up
+            cells = math.ceil(x.shape[2] / shrink) * math.ceil(x.shape[3] / shrink)
+        x = _check_images(x, self.in_channels, self.features[0][0].weight, cells)
         return self.features(x).mean((2, 3))
 
 # %% ../nbs/models.ipynb #be15bf53
 class ProjectionHead(nn.Module):
-    "SimCLR's projection head g: Linear–BatchNorm1d–ReLU–Linear, from representations to the embeddings the loss sees."
+    "SimCLR's projection head g: Linear–BatchNorm1d–ReLU–Linear, from features to embeddings."
     def __init__(self,
                  in_dim: int, # length of the encoder's features (its `feature_dim`)
                  hidden_dim: int = 256, # width of the hidden layer
                  out_dim: int = 128, # length of the embeddings
                 ):
         super().__init__()
-        for name, value in (('in_dim', in_dim), ('hidden_dim', hidden_dim), ('out_dim', out_dim)):
-            if not isinstance(value, int) or value < 1: raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        self.net = nn.Sequential(nn.Linear(in_dim, hidden_dim, bias=False), nn.BatchNorm1d(hidden_dim),
-                                 nn.ReLU(inplace=True), nn.Linear(hidden_dim, out_dim))
+        in_dim = check_positive_int(in_dim, 'in_dim')
+        hidden_dim = check_positive_int(hidden_dim, 'hidden_dim')
+        out_dim = check_positive_int(out_dim, 'out_dim')
+        self.net = nn.Sequential(nn.Linear(in_dim, hidden_dim, bias=False),
+                                 nn.BatchNorm1d(hidden_dim),
+                                 nn.ReLU(inplace=True),
+                                 nn.Linear(hidden_dim, out_dim))
         self.in_dim, self.out_dim = in_dim, out_dim
 
     def forward(self, h: Tensor) -> Tensor: # (N, out_dim)
-        if h.ndim != 2 or h.shape[1] != self.in_dim:
-            raise ValueError(f"ProjectionHead expects features of shape (N, {self.in_dim}), got {tuple(h.shape)}")
-        return self.net(h)
+        check_tensor(h, 'h', ndim=2, dtype='float', nonempty=True, finite=True)
+        if h.shape[1] != self.in_dim:
+            raise ValueError(f"h must have shape (N, {self.in_dim}), got {tuple(h.shape)}")
+        if self.training and len(h) < 2:
+            raise ValueError("h holds one vector: BatchNorm in training mode needs a batch of "
+                             "at least 2; use eval mode for a single vector")
+        return self.net(h.to(self.net[0].weight.dtype))
 
 # %% ../nbs/models.ipynb #f997fc64
+def _check_resnet_input(model: nn.Module, args: tuple) -> tuple:
+    "Forward pre-hook of `resnet18_small`: the checks of `SmallCNN`, with three stride-2 stages."
+    x = args[0]
+    cells = None
+    if model.training and model.norm == 'batch' and isinstance(x, Tensor) and x.ndim == 4:
+        cells = math.ceil(x.shape[2] / 8) * math.ceil(x.shape[3] / 8)
+    return (_check_images(x, model.conv1.in_channels, model.conv1.weight, cells), *args[1:])
+
 def resnet18_small(
     in_channels: int = 3, # image channels
     norm: str = 'batch', # 'batch' (torchvision's BatchNorm) or 'group' (GroupNorm with 32 groups)
 ) -> nn.Module: # maps (N, in_channels, H, W) to (N, 512); attribute `feature_dim = 512`
-    "torchvision's ResNet-18, untrained, for 16–32 px images: 3×3 stride-1 stem, no max-pool, no classifier."
-    if not isinstance(in_channels, int) or in_channels < 1: raise ValueError(f"in_channels must be a positive integer, got {in_channels!r}")
-    if norm not in ('batch', 'group'): raise ValueError(f"norm must be 'batch' or 'group' for resnet18_small, got {norm!r}")
-    model = resnet18(weights=None, norm_layer=(lambda c: nn.GroupNorm(32, c)) if norm == 'group' else None)
+    "torchvision's ResNet-18, untrained, for 16–32 px images: 3×3 stride-1 stem, no max-pool."
+    in_channels = check_positive_int(in_channels, 'in_channels')
+    norm = check_choice(norm, 'norm', ('batch', 'group'))
+    norm_layer = (lambda c: nn.GroupNorm(32, c)) if norm == 'group' else None
+    model = resnet18(weights=None, norm_layer=norm_layer)
     model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
     nn.init.kaiming_normal_(model.conv1.weight, mode='fan_out', nonlinearity='relu')
     model.maxpool, model.fc = nn.Identity(), nn.Identity()
-    model.feature_dim = 512
+    model.feature_dim, model.norm = 512, norm
+    model.register_forward_pre_hook(_check_resnet_input)
     return model

@@ -1,4 +1,4 @@
-"""How the exercises check your answers: your function and the course's reference, run on the same fresh random inputs.
+"""How exercises check an answer: your function and the reference, run on the same fresh inputs.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/selfcheck.html.md"""
 
@@ -13,73 +13,121 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._checks import check_number, check_positive_int
+
 # %% auto #0
 __all__ = ['describe', 'compare', 'check']
 
 # %% ../nbs/selfcheck.ipynb #5c0667bd
+def _describe_one(a: Any) -> str:
+    "Shape and dtype of an array, the size of a table, or a short repr of anything else."
+    if isinstance(a, (torch.Tensor, np.ndarray)):
+        return f"{type(a).__name__}{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
+    if hasattr(a, 'shape') and hasattr(a, 'columns'): return f"DataFrame{tuple(a.shape)}"
+    text = repr(a)
+    return text if len(text) <= 40 else text[:37] + '...'
+
 def describe(args: Sequence[Any]) -> str:
-    "A short description of the arguments of one trial: shapes and dtypes of arrays, values of the rest."
-    def one(a):
-        if isinstance(a, (torch.Tensor, np.ndarray)): return f"{type(a).__name__}{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
-        if hasattr(a, 'shape') and hasattr(a, 'columns'): return f"DataFrame{tuple(a.shape)}"
-        text = repr(a)
-        return text if len(text) <= 40 else text[:37] + '...'
-    return ', '.join(one(a) for a in args)
+    "A short description of one trial's arguments: shapes and dtypes of arrays, values of the rest."
+    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+        raise TypeError(f"args must be a tuple or list of arguments, got {type(args).__name__}")
+    return ', '.join(_describe_one(a) for a in args)
 
 def _copy(a: Any) -> Any:
     "A copy the learner's function can modify in place without changing what the reference sees."
     if isinstance(a, torch.Tensor): return a.detach().clone()
     return a.copy() if hasattr(a, 'copy') else a
 
-def compare(got: Any, want: Any, atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
-    "Why `got` differs from `want` (None when they agree): structure, shape, then the largest error and where it is."
+def _as_float64(x: Any) -> torch.Tensor:
+    "A float64 CPU tensor of `x`'s values (TypeError or ValueError when `x` holds no real numbers)."
+    if isinstance(x, torch.Tensor):
+        if x.is_complex(): raise TypeError(f"complex values: {x.dtype}")
+        return x.detach().cpu().to(torch.float64)
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+def compare(
+    got: Any, # the learner's result
+    want: Any, # the reference's result: a number, an array, a bool, a string, or a tuple of these
+    atol: float = 1e-5, # absolute tolerance
+    rtol: float = 1e-4, # relative tolerance: an error of rtol × |want| is allowed on top of atol
+) -> str | None: # why they differ, or None when they agree
+    "Why `got` differs from `want`: structure, shape, NaN, then the largest error and where it is."
+    atol = check_number(atol, 'atol', low=0.0)
+    rtol = check_number(rtol, 'rtol', low=0.0)
     if isinstance(want, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
             return f"expected a sequence of {len(want)} results, got {type(got).__name__}"
         for i, (g, w) in enumerate(zip(got, want)):
-            if (why := compare(g, w, atol, rtol)): return f"result {i}: {why}"
+            why = compare(g, w, atol, rtol)
+            if why: return f"result {i}: {why}"
         return None
     if isinstance(want, (bool, str)) or want is None:
         return None if got == want else f"expected {want!r}, got {got!r}"
-    try: g, w = torch.as_tensor(np.asarray(got, dtype=np.float64)), torch.as_tensor(np.asarray(want, dtype=np.float64))
-    except (TypeError, ValueError): return f"expected a number or an array like {type(want).__name__}, got {type(got).__name__}"
+    try:
+        g, w = _as_float64(got), _as_float64(want)
+    except (TypeError, ValueError):
+        return f"expected a number or an array like {type(want).__name__}, got {type(got).__name__}"
     if g.shape != w.shape: return f"expected shape {tuple(w.shape)}, got {tuple(g.shape)}"
     if g.numel() == 0: return None
+    if getattr(want, 'dtype', None) in (torch.bool, np.bool_):  # True/False: say which differ
+        wrong = g != w
+        if not wrong.any(): return None
+        idx = tuple(int(i) for i in wrong.nonzero()[0])
+        return (f"{int(wrong.sum())} of {w.numel()} entries differ; the first at index {idx}: "
+                f"got {bool(g[idx])}, expected {bool(w[idx])}")
     nan_mismatch = torch.isnan(g) != torch.isnan(w)
     if nan_mismatch.any():
         idx = tuple(int(i) for i in nan_mismatch.nonzero()[0])
-        return f"NaN where the reference has none (or the reverse) at index {idx}: got {g[idx].item():.4g}, expected {w[idx].item():.4g}"
+        return (f"NaN where the reference has none (or the reverse) at index {idx}: "
+                f"got {g[idx].item():.4g}, expected {w[idx].item():.4g}")
     err = (g - w).abs().nan_to_num(0.0)
     bad = err > atol + rtol * w.abs().nan_to_num(0.0)
     if not bad.any(): return None
     flat = int(torch.argmax(torch.where(bad, err, torch.zeros_like(err))))
     idx = tuple(int(i) for i in np.unravel_index(flat, tuple(w.shape))) if w.ndim else ()
-    return f"max error {err[idx].item():.3g} at index {idx}: got {g[idx].item():.6g}, expected {w[idx].item():.6g}"
+    return (f"max error {err[idx].item():.3g} at index {idx}: "
+            f"got {g[idx].item():.6g}, expected {w[idx].item():.6g}")
 
 # %% ../nbs/selfcheck.ipynb #3800c2f9
+def _hinted(message: str, hint: str) -> str:
+    return message + (f"\n  hint: {hint}" if hint else '')
+
 def check(
     yours: Callable, # the learner's function
-    reference: Callable, # the course's answer, called with the same arguments
-    make_inputs: Callable[[int], Sequence[Any]], # seed -> a tuple of arguments; vary sizes and dtypes with the seed
-    trials: int = 5, # how many fresh inputs to try
+    reference: Callable, # the expected answer, called with the same arguments
+    make_inputs: Callable[[int], Sequence[Any]], # seed -> a tuple of arguments
+    trials: int = 5, # how many fresh inputs to try; at least 1
     atol: float = 1e-5, # absolute tolerance
     rtol: float = 1e-4, # relative tolerance
     hint: str = '', # shown on a mismatch: the usual mistake for this exercise
 ) -> bool: # True when every trial agrees
-    "Run `yours` and `reference` on fresh inputs; print one line on success, or which input failed, how, and a hint."
+    "Run `yours` and `reference` on fresh inputs; print ✓, or the failing input, why and a hint."
+    for name, fn in (('yours', yours), ('reference', reference), ('make_inputs', make_inputs)):
+        if not callable(fn): raise TypeError(f"{name} must be a function, got {type(fn).__name__}")
+    trials = check_positive_int(trials, 'trials')  # zero trials would be a check that cannot fail
+    atol = check_number(atol, 'atol', low=0.0)
+    rtol = check_number(rtol, 'rtol', low=0.0)
+    if not isinstance(hint, str):
+        raise TypeError(f"hint must be a string, got {type(hint).__name__}")
     for seed in range(trials):
-        args = tuple(make_inputs(seed))
+        args = make_inputs(seed)
+        if not isinstance(args, (tuple, list)):
+            kind = type(args).__name__
+            raise TypeError(f"make_inputs must return a tuple of arguments, got {kind}; "
+                            "wrap a single argument as (x,)")
         where = f"trial {seed} ({describe(args)})"
-        try: got = yours(*map(_copy, args))
+        try:
+            got = yours(*map(_copy, args))
         except NotImplementedError:
-            print("Not attempted yet: replace `raise NotImplementedError` with your code, then run this cell again.")
+            print("Not attempted yet: replace `raise NotImplementedError` with your code, "
+                  "then run this cell again.")
             return False
         except Exception as e:
-            print(f"✗ {where}: your function raised {type(e).__name__}: {e}" + (f"\n  hint: {hint}" if hint else ''))
+            print(_hinted(f"✗ {where}: your function raised {type(e).__name__}: {e}", hint))
             return False
         why = compare(got, reference(*map(_copy, args)), atol, rtol)
         if why:
-            print(f"✗ {where}: {why}" + (f"\n  hint: {hint}" if hint else ''))
+            print(_hinted(f"✗ {where}: {why}", hint))
             return False
     print(f"✓ matches the reference on {trials} fresh inputs.")
     return True

@@ -1,4 +1,5 @@
-"""The benchmark scripts still run (smoke mode). Their numbers are measurements for benchmarks/NOTES.md, not assertions."""
+"""The benchmark scripts still run (smoke mode). Their timings are measurements for benchmarks/NOTES.md, not
+assertions; the chunked loss's memory bound is asserted."""
 import json, subprocess, sys
 
 import pytest
@@ -13,3 +14,6 @@ def test_infonce_benchmark_runs_and_reports_ratios():
     ratios = json.loads(out.stdout.strip().splitlines()[-1])
     assert set(ratios) == {'nt_xent_vs_floor', 'chunked_vs_dense', 'chunked_peak_gib'}
     assert all(v > 0 for v in ratios.values())
+    # What the chunking is for, and what a bug in it would lose: at 2N = 4096 (--quick) the dense 2N × 2N float32
+    # logits alone take 64 MiB; the chunked loss's forward and backward together must peak below that.
+    assert ratios['chunked_peak_gib'] < 4096 ** 2 * 4 / 2 ** 30

@@ -61,12 +61,37 @@ def test_embed_casts_floating_inputs_to_the_model_dtype():
     out = embed(model, torch.rand(3, 4))
     assert out.dtype == torch.float32 and out.shape == (3, 2)
 
-def test_embed_bad_inputs(net):
-    images = torch.rand(4, 3, 8, 8)
-    with pytest.raises(ValueError, match='at least one input'): embed(net, images[:0])
-    with pytest.raises(ValueError, match='batch_size'): embed(net, images, batch_size=0)
-    with pytest.raises(ValueError, match='must return a'): embed(nn.Flatten(0), images)
-    with pytest.raises(TypeError, match='torch.Tensor'): embed(net, images.numpy())
+@pytest.mark.parametrize('call,error,match', [
+    (lambda net, x: embed(net, x[:0]), ValueError, 'images is empty'),
+    (lambda net, x: embed(net, x[0, 0, 0]), ValueError, r'images must be a batch \(N, ...\)'),
+    (lambda net, x: embed(net, x, batch_size=0), ValueError, 'batch_size must lie in'),
+    (lambda net, x: embed(net, x, batch_size=True), TypeError, 'batch_size must be an int'),
+    (lambda net, x: embed(nn.Flatten(0), x), ValueError, 'must return a'),
+    (lambda net, x: embed(net, x.numpy()), TypeError, 'torch.Tensor'),
+    (lambda net, x: embed(lambda b: b, x), TypeError, 'model must be a torch.nn.Module'),
+    (lambda net, x: embed(net, x.long()), TypeError, 'images must be floating point or uint8'),
+    (lambda net, x: embed(net, x > 0.5), TypeError, 'images must be floating point or uint8'),
+    (lambda net, x: embed(net, x.index_fill(0, torch.tensor([2]), float('nan'))), ValueError, 'images contains NaN'),
+    (lambda net, x: embed(net, x, device='gpu7'), ValueError, "device 'gpu7'"),
+    (lambda net, x: embed(net, x, device=0.5), TypeError, 'device must be'),
+])
+def test_embed_bad_inputs(net, call, error, match):
+    with pytest.raises(error, match=match): call(net, torch.rand(4, 3, 8, 8))
+
+def test_embed_refuses_non_finite_features():
+    "A model that returns NaN (diverged weights) is reported, not passed on to the kNN or the probe."
+    model = nn.Linear(4, 2)
+    with torch.no_grad(): model.weight[1, 0] = float('nan')
+    with pytest.raises(ValueError, match='NaN or inf features .* image 0'): embed(model, torch.rand(3, 4))
+
+def test_embed_layouts():
+    "channels_last and non-contiguous images give the same features as contiguous ones."
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten())
+    x = torch.rand(5, 3, 6, 6)
+    want = embed(model, x)
+    torch.testing.assert_close(embed(model, x.to(memory_format=torch.channels_last)), want)
+    torch.testing.assert_close(embed(model, torch.rand(5, 3, 6, 12)[..., ::2].copy_(x), batch_size=2), want)
 
 # --- knn_predict ---------------------------------------------------------------------------------------------------
 
@@ -158,20 +183,33 @@ def test_knn_accuracy(data):
 
 @pytest.mark.parametrize('call,error,match', [
     (lambda tx, ty, qx: knn_predict(tx, ty[:10], qx), ValueError, r'train_labels must have shape \(60,\)'),
-    (lambda tx, ty, qx: knn_predict(tx, ty, qx, k=0), ValueError, 'k must be a positive integer'),
-    (lambda tx, ty, qx: knn_predict(tx, ty, qx, k=2.5), ValueError, 'k must be a positive integer'),
-    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=0), ValueError, 'temperature must be positive'),
-    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=-0.1), ValueError, 'temperature must be positive'),
-    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=float('nan')), ValueError, 'temperature must be positive'),
-    (lambda tx, ty, qx: knn_predict(tx, ty, qx[0]), ValueError, r'query_features must be a \(N, D\) matrix'),
-    (lambda tx, ty, qx: knn_predict(tx[None], ty, qx), ValueError, r'train_features must be a \(N, D\) matrix'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, k=0), ValueError, r'k must lie in \[1, inf\]'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, k=2.5), TypeError, 'k must be an int'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, k=True), TypeError, 'k must be an int'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=0), ValueError, r'temperature must be .*\(0, inf\)'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=-0.1), ValueError, 'temperature must be'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=float('nan')), ValueError, 'temperature must be'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=float('inf')), ValueError, 'temperature must be'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, temperature=True), TypeError, 'temperature must be'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, exclude_self=1), TypeError, 'exclude_self must be True or False'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx, num_classes=0), ValueError, 'num_classes must lie in'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx[0]), ValueError, 'query_features must have 2 dimensions'),
+    (lambda tx, ty, qx: knn_predict(tx[None], ty, qx), ValueError, 'train_features must have 2 dimensions'),
+    (lambda tx, ty, qx: knn_predict(tx[:0], ty[:0], qx), ValueError, 'train_features is empty'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx[:0]), ValueError, 'query_features is empty'),
+    (lambda tx, ty, qx: knn_predict(tx, ty, qx.index_fill(0, torch.tensor([3]), math.nan)), ValueError,
+     'query_features contains NaN'),
+    (lambda tx, ty, qx: knn_predict(tx.index_fill(0, torch.tensor([3]), math.inf), ty, qx), ValueError,
+     'train_features contains NaN or inf'),
+    (lambda tx, ty, qx: knn_predict(tx, ty > 2, qx), TypeError, 'boolean mask'),
+    (lambda tx, ty, qx: knn_predict(tx, ty[:, None], qx), ValueError, 'train_labels must have 1 dimension'),
     (lambda tx, ty, qx: knn_predict(tx, ty, qx[:, :3]), ValueError, 'same number of features'),
     (lambda tx, ty, qx: knn_predict(tx, ty, qx, exclude_self=True), ValueError, 'exclude_self=True means'),
     (lambda tx, ty, qx: knn_predict(tx[:1], ty[:1], tx[:1], exclude_self=True), ValueError, 'at least two'),
     (lambda tx, ty, qx: knn_predict(tx, ty, qx, num_classes=4), ValueError, 'num_classes is 4'),
     (lambda tx, ty, qx: knn_predict(tx, ty - 1, qx), ValueError, 'non-negative'),
     (lambda tx, ty, qx: knn_predict(tx, ty, qx, chunk_size=0), ValueError, 'chunk_size'),
-    (lambda tx, ty, qx: knn_predict(tx, ty.double(), qx), TypeError, 'integer class indices'),
+    (lambda tx, ty, qx: knn_predict(tx, ty.double(), qx), TypeError, 'train_labels must have an integer dtype'),
     (lambda tx, ty, qx: knn_predict(tx.long(), ty, qx), TypeError, 'floating point'),
     (lambda tx, ty, qx: knn_predict(tx.numpy(), ty, qx), TypeError, 'torch.Tensor'),
     (lambda tx, ty, qx: knn_accuracy(tx, ty, qx, ty), ValueError, r'query_labels must have shape \(17,\)'),
@@ -235,14 +273,55 @@ def test_linear_probe_test_labels_beyond_train_classes():
     (dict(train_labels=torch.zeros(10, dtype=torch.long)), ValueError, r'train_labels must have shape \(600,\)'),
     (dict(test_labels=torch.zeros(10, dtype=torch.long)), ValueError, r'test_labels must have shape \(300,\)'),
     (dict(test_features=torch.randn(300, 5)), ValueError, 'same number of features'),
-    (dict(train_features=torch.randn(600)), ValueError, r'\(N, D\) matrix'),
-    (dict(epochs=0), ValueError, 'epochs'), (dict(lr=0.0), ValueError, 'lr must be positive'),
+    (dict(train_features=torch.randn(600)), ValueError, 'train_features must have 2 dimensions'),
+    (dict(lr=1e38), ValueError, r'lr must be a finite number in \(0, 1e\+06\]'),
+    (dict(weight_decay=1e300), ValueError, 'weight_decay must be'),
+    (dict(epochs=0), ValueError, 'epochs'), (dict(lr=0.0), ValueError, r'lr must be .*\(0, 1e\+06\]'),
     (dict(weight_decay=-1.0), ValueError, 'weight_decay'), (dict(batch_size=0), ValueError, 'batch_size'),
-    (dict(train_labels=torch.zeros(600)), TypeError, 'integer class indices'),
+    (dict(train_labels=torch.zeros(600)), TypeError, 'train_labels must have an integer dtype'),
+    (dict(train_labels=torch.zeros(600, dtype=torch.bool)), TypeError, 'boolean mask'),
+    (dict(epochs=2.0), TypeError, 'epochs must be an int'), (dict(batch_size=True), TypeError, 'batch_size'),
+    (dict(lr=float('nan')), ValueError, 'lr must be'), (dict(lr=float('inf')), ValueError, 'lr must be'),
+    (dict(weight_decay=float('nan')), ValueError, 'weight_decay'), (dict(lr='0.1'), TypeError, 'lr must be'),
+    (dict(seed=-1), ValueError, 'seed must lie in'), (dict(seed=0.5), TypeError, 'seed must be an int'),
+    (dict(test_features=torch.full((300, 20), math.nan)), ValueError, 'test_features contains NaN'),
+    (dict(train_features=torch.zeros(0, 20), train_labels=torch.zeros(0, dtype=torch.long)), ValueError,
+     'train_features is empty'),
+    (dict(train_features=torch.ones(600, 20, dtype=torch.long)), TypeError, 'train_features must be floating'),
 ])
 def test_linear_probe_bad_inputs(probe_data, kwargs, error, match):
     args = dict(zip(('train_features', 'train_labels', 'test_features', 'test_labels'), probe_data)) | kwargs
     with pytest.raises(error, match=match): linear_probe(**args)
+
+def test_linear_probe_refuses_nan_features(probe_data):
+    "NaN features used to give an accuracy (every prediction class 0); now they are refused by name."
+    tx, ty, vx, vy = probe_data
+    bad = tx.clone()
+    bad[5, 3] = math.nan
+    with pytest.raises(ValueError, match=r'train_features contains NaN or inf \(the first at index \(5, 3\)\)'):
+        linear_probe(bad, ty, vx, vy, epochs=1)
+
+def test_linear_probe_reports_divergence(probe_data):
+    "Adam's steps of about lr: huge steps overflow the logits, the weights become NaN, and that is reported."
+    tx, ty, vx, vy = probe_data
+    with pytest.raises(ValueError, match='the probe diverged'): linear_probe(tx * 1e36, ty, vx, vy, epochs=2, lr=1e6)
+
+def test_linear_probe_standardises_tiny_and_offset_features(probe_data):
+    """Without standardisation, Adam's steps of about lr cannot reach the weights that features of scale 1e-4
+    need within a few epochs, and an offset of 1e4 makes every step overshoot: both fall towards chance."""
+    tx, ty, vx, vy = probe_data
+    scale, reference = tx.std(0), linear_probe(tx, ty, vx, vy, epochs=20)
+    assert reference > 0.95
+    assert abs(linear_probe(1e-4 * tx / scale, ty, 1e-4 * vx / scale, vy, epochs=20) - reference) < 0.02
+    assert abs(linear_probe(tx / scale + 1e4, ty, vx / scale + 1e4, vy, epochs=20) - reference) < 0.02
+
+def test_linear_probe_standardises_test_features_with_train_statistics(probe_data):
+    """A test set shifted along the class boundary must be scored with the training mean (the shift stays and
+    costs accuracy); standardising it with its own mean would hide the shift."""
+    tx, ty, vx, vy = probe_data
+    direction = torch.randn(tx.shape[1], 3, generator=gen(99))[:, 0] * torch.logspace(-1.5, 1.5, tx.shape[1])
+    shifted = vx + 10 * direction / direction.norm() * tx.std(0).norm()
+    assert linear_probe(tx, ty, shifted, vy, epochs=5) < 0.7 < linear_probe(tx, ty, vx, vy, epochs=5)
 
 # --- retrieval -----------------------------------------------------------------------------------------------------
 
@@ -297,10 +376,12 @@ def test_rank_of_positive_refuses_nan():
 @pytest.mark.parametrize('call,match', [
     (lambda q, k, p: retrieval_metrics(q, k[:10]), 'only 10 keys'),
     (lambda q, k, p: retrieval_metrics(q, k, p[:5]), r'positive must have shape \(20,\)'),
-    (lambda q, k, p: retrieval_metrics(q, k, p + 30), 'only 30 keys'),
-    (lambda q, k, p: retrieval_metrics(q, k, p - 50), 'non-negative'),
+    (lambda q, k, p: retrieval_metrics(q, k, p + 30), r'positive must lie in \[0, 29\] for 30 rows'),
+    (lambda q, k, p: retrieval_metrics(q, k, p - 50), 'negatives are refused'),
     (lambda q, k, p: retrieval_metrics(q, k[:, :2], p), 'same number of features'),
-    (lambda q, k, p: retrieval_metrics(q[0], k, p), r'\(N, D\) matrix'),
+    (lambda q, k, p: retrieval_metrics(q[0], k, p), 'queries must have 2 dimensions'),
+    (lambda q, k, p: retrieval_metrics(q[:0], k, p[:0]), 'queries is empty'),
+    (lambda q, k, p: retrieval_metrics(q.index_fill(0, torch.tensor([1]), math.nan), k, p), 'queries contains NaN'),
     (lambda q, k, p: retrieval_metrics(q, torch.zeros(30, 4), p), 'keys: .*zero vector'),
     (lambda q, k, p: retrieval_metrics(q, k, p, chunk_size=0), 'chunk_size'),
 ])
@@ -308,6 +389,32 @@ def test_retrieval_bad_inputs(call, match):
     g = gen(5)
     q, k, p = torch.randn(20, 4, generator=g), torch.randn(30, 4, generator=g), torch.randint(30, (20,), generator=g)
     with pytest.raises(ValueError, match=match): call(q, k, p)
+
+def test_retrieval_and_rank_type_errors():
+    q, k = torch.randn(4, 3), torch.randn(6, 3)
+    with pytest.raises(TypeError, match='boolean mask'): retrieval_metrics(q, k, torch.ones(4, dtype=torch.bool))
+    with pytest.raises(TypeError, match='positive must have an integer dtype'): retrieval_metrics(q, k, torch.zeros(4))
+    with pytest.raises(TypeError, match='queries must be floating point'): retrieval_metrics(q.long(), k)
+    with pytest.raises(TypeError, match='chunk_size must be an int'): retrieval_metrics(q, k, chunk_size=1.0)
+    with pytest.raises(TypeError, match='scores must be real'): rank_of_positive(torch.ones(2, 3) > 0, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match='positive must lie in'): rank_of_positive(torch.ones(2, 3), torch.tensor([0, -1]))
+    with pytest.raises(ValueError, match=r'positive must have shape \(2,\)'): rank_of_positive(torch.ones(2, 3), torch.tensor([0]))
+    with pytest.raises(ValueError, match='scores must have 2 dimensions'): rank_of_positive(torch.ones(3), torch.tensor([0]))
+
+def test_rank_of_positive_integer_and_infinite_scores():
+    "Integer scores rank like floats; inf is a legitimate (largest) score and ranks first, ties pessimistic."
+    scores = torch.tensor([[3, 1, 2], [0, 5, 5]])
+    assert rank_of_positive(scores, torch.tensor([2, 1])).tolist() == [2, 2]
+    inf = torch.tensor([[math.inf, 0.0, math.inf], [-math.inf, 1.0, 0.0]])
+    assert rank_of_positive(inf, torch.tensor([0, 0])).tolist() == [2, 3]
+
+def test_half_precision_features_give_the_float32_result(data):
+    tx, ty, qx = (t.float() if t.is_floating_point() else t for t in data)
+    assert torch.equal(knn_predict(tx.half(), ty, qx.half(), k=7), knn_predict(tx.half().float(), ty, qx.half().float(), k=7))
+    q, k = tx[:20], tx[20:50]
+    assert retrieval_metrics(q.half(), k.half()) == retrieval_metrics(q.half().float(), k.half().float())
+    ty_nc = torch.stack([ty, ty], 1)[:, 0]  # non-contiguous labels
+    assert not ty_nc.is_contiguous() and torch.equal(knn_predict(tx, ty_nc, qx, k=7), knn_predict(tx, ty, qx, k=7))
 
 # --- on a GPU ------------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,7 @@
-"""A learner's path: JupyterLab on 127.0.0.1, lesson 00 opened in headless Chromium, Run All, outputs and figures appear."""
+"""A learner's path in the real JupyterLab (headless Chromium, server on 127.0.0.1, a copy of the notebooks):
+lesson 00 runs all its cells with outputs and figures; on the Self-checks page an exercise works as a learner meets
+it — the solution is folded, a wrong answer fails with a hint, a right one passes, and Run All leaves the learner's
+cell and function alone."""
 import json, os, secrets, shutil, subprocess, sys, time, urllib.request
 
 import nbformat
@@ -9,20 +12,27 @@ from conftest import NBS, free_port, stop, wait_for_http
 
 pytestmark = pytest.mark.browser
 LESSON = '00_data.ipynb'
+EXERCISES = 'selfcheck.ipynb'  # the page that explains the exercise pattern, with an exercise of its own
 
 @pytest.fixture(scope='module')
 def lab(tmp_path_factory):
     "A JupyterLab server on a copy of the lessons (autosave must not touch the repository), stopped by its own pid."
     root = tmp_path_factory.mktemp('lab')
     shutil.copytree(NBS, root / 'nbs', ignore=shutil.ignore_patterns('.ipynb_checkpoints', '_*'))
-    # Without the committed outputs, every output the test sees must come from this run.
-    lesson = nbformat.read(root / 'nbs' / LESSON, as_version=4)
-    for cell in lesson.cells:
-        if cell.cell_type == 'code': cell.outputs, cell.execution_count = [], None
-    nbformat.write(lesson, root / 'nbs' / LESSON)
+    for name in (LESSON, EXERCISES):
+        # Without the committed outputs, every output the test sees must come from this run. The hidden last cell
+        # (nbdev_export) needs the repository's nbdev configuration, which the copy does not have: it is a build
+        # step, not part of the learner's notebook, so the copy drops it.
+        notebook = nbformat.read(root / 'nbs' / name, as_version=4)
+        notebook.cells = [c for c in notebook.cells if 'nbdev_export()' not in c.source]
+        for cell in notebook.cells:
+            if cell.cell_type == 'code': cell.outputs, cell.execution_count = [], None
+        nbformat.write(notebook, root / 'nbs' / name)
     settings = root / 'settings' / '@jupyterlab'
+    # windowingMode 'none': every cell is in the page, so a locator finds cells below the fold.
     for extension, name, values in (('apputils-extension', 'notification', {'fetchNews': 'false'}),
-                                    ('notebook-extension', 'tracker', {'autoStartDefaultKernel': True})):
+                                    ('notebook-extension', 'tracker', {'autoStartDefaultKernel': True,
+                                                                       'windowingMode': 'none'})):
         (settings / extension).mkdir(parents=True)
         (settings / extension / f'{name}.jupyterlab-settings').write_text(json.dumps(values))
     token, port = secrets.token_hex(16), free_port()
@@ -43,14 +53,45 @@ def lab(tmp_path_factory):
         stop(server, signals=(2, 2), timeout=20)  # SIGINT twice: Jupyter asks for confirmation, then shuts kernels down
         log.close()
 
-def wait_for_connected_kernel(base: str, token: str, timeout: float = 60) -> None:
-    "Run All before the page's kernel connects would run nothing: wait until the server reports it idle and connected."
+def wait_for_connected_kernel(base: str, token: str, path: str, timeout: float = 60) -> None:
+    """Run All before the page's kernel connects would run nothing: wait until the server reports the kernel of the
+    notebook at `path` idle and connected."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f'{base}/api/kernels?token={token}') as r: kernels = json.load(r)
+        with urllib.request.urlopen(f'{base}/api/sessions?token={token}') as r: sessions = json.load(r)
+        kernels = [s['kernel'] for s in sessions if s.get('path') == path and s.get('kernel')]
         if any(k['execution_state'] == 'idle' and k['connections'] > 0 for k in kernels): return
         time.sleep(0.5)
-    raise TimeoutError(f'no connected idle kernel after {timeout} s: {kernels}')
+    raise TimeoutError(f'no connected idle kernel for {path} after {timeout} s: {sessions}')
+
+def run_all(page) -> None:
+    page.locator('#jp-MainMenu .lm-MenuBar-itemLabel', has_text='Run').first.click()
+    page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+
+def wait_until_run(page, timeout: float = 120_000) -> None:
+    """After Run All: wait until some cell is queued ([*]), then until every code cell with a visible editor shows
+    an execution count and the kernel indicator is idle: the page's own record of a finished run, not a sleep."""
+    cells = "document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-CodeCell')"
+    numbered = f"""() => [...{cells}].filter(c => c.querySelector('.cm-content'))
+                        .every(c => /^\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent.trim()))"""
+    queued = f"() => [...{cells}].some(c => c.querySelector('.jp-InputPrompt')?.textContent.includes('*'))"
+    try: page.wait_for_function(queued, timeout=10_000)
+    except Exception: pass  # a run faster than the poll: the checks below still hold
+    page.wait_for_function(numbered, timeout=timeout)
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=timeout)
+
+def set_source(page, cell, text: str) -> None:
+    "Replace a cell's source as a learner would: click into its editor, select all, type (insert) the new text."
+    editor = cell.locator('.cm-content')
+    editor.click()
+    page.keyboard.press('Control+A')
+    page.keyboard.insert_text(text)
+    page.keyboard.press('Escape')  # back to command mode; the text stays
+
+def cell_source(cell) -> str:
+    "The text in a cell's editor, line by line (CodeMirror renders one .cm-line per line)."
+    lines = cell.locator('.cm-line').all_inner_texts()  # an empty line holds a <br>: its text is '\n'
+    return '\n'.join(line.replace('\u200b', '').rstrip('\n') for line in lines)
 
 def test_lesson_runs_all_in_jupyterlab(chromium, lab, artifacts):
     base, token = lab
@@ -59,14 +100,13 @@ def test_lesson_runs_all_in_jupyterlab(chromium, lab, artifacts):
     try:
         page.goto(f'{base}/lab/tree/{LESSON}?token={token}')
         page.locator('.jp-Notebook .jp-Cell').first.wait_for()
-        wait_for_connected_kernel(base, token)
-        page.locator('#jp-MainMenu .lm-MenuBar-itemLabel', has_text='Run').first.click()
-        page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+        wait_for_connected_kernel(base, token, LESSON)
         outputs = page.locator('.jp-OutputArea-output')
         assert outputs.count() == 0
-        # The answers to the three exercises come last: once all three pass, every cell above has run.
-        outputs.filter(has_text='✓ matches the reference').nth(2).wait_for(state='attached', timeout=300_000)
-        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()
+        run_all(page)
+        wait_until_run(page, timeout=300_000)
+        # The solutions of the three exercises come last, each under its own name: all three pass.
+        assert outputs.filter(has_text='✓ matches the reference').count() >= 3
         assert outputs.filter(has_text='generated in').count() == 1
         figures = page.locator('.jp-OutputArea-output img')
         assert figures.count() >= 3
@@ -80,4 +120,85 @@ def test_lesson_runs_all_in_jupyterlab(chromium, lab, artifacts):
         page.screenshot(path=str(artifacts / 'jupyterlab-exercises.png'))
     finally:
         page.screenshot(path=str(artifacts / 'jupyterlab-last.png'))
+        page.close()
+
+WRONG = """def within_tolerance(got, want, atol, rtol):
+    return (got - want).abs() <= atol
+
+check_ex1(within_tolerance);"""
+RIGHT = """def within_tolerance(got, want, atol, rtol):
+    return (got - want).abs() <= atol + rtol * want.abs()
+
+check_ex1(within_tolerance);"""
+
+def test_exercise_in_jupyterlab(chromium, lab, artifacts):
+    "Folded solution; a wrong answer fails with a hint, a right one passes; Run All keeps the learner's work."
+    base, token = lab
+    notebook = nbformat.read(NBS / EXERCISES, as_version=4)
+    notebook.cells = [c for c in notebook.cells if 'nbdev_export()' not in c.source]  # as in the copy
+    code = [i for i, c in enumerate(notebook.cells) if c.cell_type == 'code']
+    stub = next(i for i in code if notebook.cells[i].source.startswith('def within_tolerance('))
+    solution = next(i for i in code if 'def within_tolerance_solution(' in notebook.cells[i].source)
+    assert notebook.cells[solution].metadata.get('jupyter', {}).get('source_hidden') is True
+    assert 'within_tolerance =' not in notebook.cells[solution].source  # the solution never rebinds the name
+    page = chromium.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        # ?reset: a fresh workspace, so lesson 00 (opened by the test above) is not open beside this notebook.
+        page.goto(f'{base}/lab/tree/{EXERCISES}?reset&token={token}')
+        panel = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)')
+        cells = panel.locator('.jp-Notebook .jp-Cell')
+        cells.nth(len(notebook.cells) - 1).wait_for(state='attached')
+        assert cells.count() == len(notebook.cells)
+        wait_for_connected_kernel(base, token, EXERCISES)
+        # (a) The solution's code is folded when the notebook opens: a placeholder, no editor, no code text.
+        answer = cells.nth(solution)
+        answer.locator('.jp-InputPlaceholder').wait_for(state='attached')
+        assert answer.locator('.cm-content').count() == 0
+        assert 'within_tolerance_solution' not in answer.inner_text()
+        assert 'Solution to exercise 1' in answer.inner_text()  # the placeholder shows the first line
+        discussion = panel.locator('.jp-MarkdownCell details', has_text='Solution to exercise 2')
+        assert discussion.count() == 1 and discussion.get_attribute('open') is None  # closed
+        answer.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / 'jupyterlab-solution-folded.png'))
+        # (b) A wrong answer, then Run All: the exercise cell prints the failing trial and the hint.
+        exercise = cells.nth(stub)
+        set_source(page, exercise, WRONG)
+        run_all(page)
+        wait_until_run(page)
+        output = exercise.locator('.jp-OutputArea-output')
+        assert '✗ trial 0' in output.inner_text() and 'hint: the allowance grows' in output.inner_text()
+        exercise.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / 'jupyterlab-exercise-wrong.png'))
+        # (d) Run All ran the solution (its own name, so it passes) and left the learner's cell as typed ...
+        assert '✓ matches the reference' in answer.locator('.jp-OutputArea-output').inner_text()
+        assert cell_source(exercise) == WRONG
+        # ... and the learner's function is still the learner's: checked again below the solution, it still fails.
+        # Select the last cell by its prompt area (a click on its <summary> would open the solution).
+        cells.nth(cells.count() - 1).locator('.jp-InputPrompt').click()
+        page.keyboard.press('Escape')
+        page.keyboard.press('b')  # a new code cell below the last one
+        probe = cells.nth(cells.count() - 1)
+        set_source(page, probe, "check_ex1(within_tolerance);")
+        probe.click()
+        page.keyboard.press('Control+Enter')  # run in place (Shift+Enter at the end would add a cell)
+        probe.locator('.jp-OutputArea-output', has_text='✗ trial').wait_for()
+        # (c) A right answer passes.
+        set_source(page, exercise, RIGHT)
+        exercise.click()
+        page.keyboard.press('Control+Enter')
+        exercise.locator('.jp-OutputArea-output', has_text='✓ matches the reference').wait_for()
+        page.screenshot(path=str(artifacts / 'jupyterlab-exercise-right.png'))
+        # (d) again with the right answer: Run All keeps it, and the extra check still sees the learner's function.
+        run_all(page)
+        wait_until_run(page)
+        assert cell_source(exercise) == RIGHT
+        assert '✓ matches the reference' in exercise.locator('.jp-OutputArea-output').inner_text()
+        assert '✓ matches the reference' in probe.locator('.jp-OutputArea-output').inner_text()
+        assert discussion.get_attribute('open') is None  # the discussion of exercise 2 is still folded
+        errors = panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+                               has_text='Traceback')
+        assert errors.count() == 0, errors.first.inner_text()
+    finally:
+        page.screenshot(path=str(artifacts / 'jupyterlab-exercise-last.png'))
         page.close()

@@ -73,17 +73,54 @@ def test_small_cnn_trains():
     assert all(p.grad is not None for p in enc.parameters())
     assert any(not torch.equal(before[k], v) for k, v in enc.state_dict().items())
 
-@pytest.mark.parametrize('kwargs,match', [
-    (dict(norm='layer'), 'norm must be one of'), (dict(norm='Batch'), 'norm must be one of'),
-    (dict(blocks=0), 'blocks must be a positive integer'), (dict(width=0), 'width must be'),
-    (dict(in_channels=2.5), 'in_channels must be'), (dict(width=64, max_width=32), 'max_width'),
+@pytest.mark.parametrize('kwargs,error,match', [
+    (dict(norm='layer'), ValueError, 'norm must be one of'), (dict(norm='Batch'), ValueError, 'norm must be one of'),
+    (dict(blocks=0), ValueError, r'blocks must lie in \[1, inf\]'), (dict(width=0), ValueError, 'width must'),
+    (dict(in_channels=2.5), TypeError, 'in_channels must be an int'), (dict(blocks=True), TypeError, 'blocks must'),
+    (dict(width=64, max_width=32), ValueError, 'max_width'), (dict(norm=None), ValueError, 'norm must be one of'),
 ])
-def test_small_cnn_bad_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match): SmallCNN(**kwargs)
+def test_small_cnn_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match): SmallCNN(**kwargs)
 
-@pytest.mark.parametrize('shape', [(2, 1, 32, 32), (3, 32, 32), (2, 3, 4, 4, 4)])
-def test_small_cnn_bad_inputs(shape):
-    with pytest.raises(ValueError, match=r'expects images of shape \(N, 3, H, W\)'): SmallCNN()(torch.randn(shape))
+@pytest.mark.parametrize('shape,match', [
+    ((2, 1, 32, 32), r'x must be images of shape \(N, 3, H, W\)'), ((2, 4, 8, 8), r'\(N, 3, H, W\)'),
+    ((3, 32, 32), 'x must have 4 dimensions'), ((2, 3, 4, 4, 4), 'x must have 4 dimensions'),
+    ((0, 3, 8, 8), 'N, H, W >= 1'), ((2, 3, 0, 8), 'N, H, W >= 1'),
+])
+def test_small_cnn_bad_inputs(shape, match):
+    with pytest.raises(ValueError, match=match): SmallCNN()(torch.randn(shape))
+
+@pytest.mark.parametrize('dtype,match', [(torch.uint8, r'x.float\(\) / 255'), (torch.int64, r'\.float\(\)'),
+                                         (torch.bool, 'floating-point images')])
+def test_small_cnn_refuses_integer_images(dtype, match):
+    with pytest.raises(TypeError, match=match): SmallCNN()(torch.zeros(2, 3, 8, 8, dtype=dtype))
+
+@pytest.mark.parametrize('bad', [float('nan'), float('inf')])
+def test_small_cnn_refuses_non_finite_images(bad):
+    x = torch.rand(2, 3, 8, 8)
+    x[1, 2, 3, 4] = bad
+    with pytest.raises(ValueError, match='x contains NaN or inf'): SmallCNN()(x)
+
+def test_small_cnn_one_pixel_image_in_training_mode():
+    "BatchNorm cannot normalise one value per channel: a clear error in training mode, a result in eval mode."
+    enc = SmallCNN()
+    with pytest.raises(ValueError, match='one image of 1×1 px'): enc.train()(torch.rand(1, 3, 1, 1))
+    with pytest.raises(ValueError, match='one image of 8×8 px'): enc.train()(torch.rand(1, 3, 8, 8))  # 1×1 at stage 4
+    assert enc.train()(torch.rand(1, 3, 9, 9)).shape == (1, 256)  # 9 px: 2×2 at the last stage
+    assert enc.eval()(torch.rand(1, 3, 1, 1)).shape == (1, 256)
+    assert SmallCNN(norm='group').train()(torch.rand(1, 3, 1, 1)).shape == (1, 256)
+
+def test_small_cnn_layouts_and_precision():
+    "channels_last, non-contiguous and half-precision inputs give the float32 model's result."
+    torch.manual_seed(0)
+    enc = SmallCNN(width=8, blocks=3).eval()
+    x = torch.rand(4, 3, 12, 12)
+    with torch.no_grad():
+        want = enc(x)
+        torch.testing.assert_close(enc(x.to(memory_format=torch.channels_last)), want)
+        torch.testing.assert_close(enc(torch.rand(4, 3, 12, 24)[..., ::2].copy_(x)), want)
+        torch.testing.assert_close(enc(x.half()), enc(x.half().float()))
+        assert enc.double()(x).dtype == torch.float64  # the model's dtype decides
 
 # --- ProjectionHead ------------------------------------------------------------------------------------------------
 
@@ -103,10 +140,19 @@ def test_encoder_and_head_compose():
 
 def test_projection_head_bad_arguments_and_inputs():
     for kwargs in (dict(in_dim=0), dict(in_dim=8, hidden_dim=0), dict(in_dim=8, out_dim=-1)):
-        with pytest.raises(ValueError, match='must be a positive integer'): ProjectionHead(**kwargs)
+        with pytest.raises(ValueError, match=r'dim must lie in \[1, inf\]'): ProjectionHead(**kwargs)
+    with pytest.raises(TypeError, match='in_dim must be an int'): ProjectionHead(8.0)
+    with pytest.raises(TypeError, match='out_dim must be an int'): ProjectionHead(8, out_dim=True)
     head = ProjectionHead(8)
-    for shape in ((4, 9), (8,), (2, 4, 8)):
-        with pytest.raises(ValueError, match=r'expects features of shape \(N, 8\)'): head(torch.randn(shape))
+    with pytest.raises(ValueError, match=r'h must have shape \(N, 8\)'): head(torch.randn(4, 9))
+    for shape in ((8,), (2, 4, 8)):
+        with pytest.raises(ValueError, match='h must have 2 dimensions'): head(torch.randn(shape))
+    with pytest.raises(ValueError, match='h is empty'): head(torch.randn(0, 8))
+    with pytest.raises(TypeError, match='h must be floating point'): head(torch.ones(4, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match='h contains NaN'): head(torch.full((4, 8), float('nan')))
+    with pytest.raises(ValueError, match='h holds one vector'): head.train()(torch.randn(1, 8))
+    assert head.eval()(torch.randn(1, 8)).shape == (1, 128)
+    with torch.no_grad(): torch.testing.assert_close(head(torch.ones(3, 8).half()), head(torch.ones(3, 8)))
 
 # --- resnet18_small ------------------------------------------------------------------------------------------------
 
@@ -133,8 +179,41 @@ def test_resnet18_small_options():
     assert not any(isinstance(m, nn.BatchNorm2d) for m in gn.modules())
     assert all(m.num_groups == 32 for m in gn.modules() if isinstance(m, nn.GroupNorm))
     for kwargs in (dict(norm='none'), dict(in_channels=0)):
-        with pytest.raises(ValueError): resnet18_small(**kwargs)
+        with pytest.raises(ValueError, match='norm must|in_channels must'): resnet18_small(**kwargs)
+    with pytest.raises(TypeError, match='in_channels must be an int'): resnet18_small(in_channels=3.0)
+
+def test_resnet18_small_checks_its_input(resnet):
+    "The forward pre-hook gives SmallCNN's clear errors instead of torch's, and survives a deep copy."
+    resnet.train()
+    for model in (resnet, copy.deepcopy(resnet)):
+        with pytest.raises(ValueError, match=r'\(N, 3, H, W\)'): model(torch.rand(2, 1, 16, 16))
+        with pytest.raises(TypeError, match='255'): model(torch.zeros(2, 3, 16, 16, dtype=torch.uint8))
+        with pytest.raises(ValueError, match='one image of 8×8 px'): model(torch.rand(1, 3, 8, 8))
+    with torch.no_grad(): assert resnet.eval()(torch.rand(1, 3, 8, 8).half()).shape == (1, 512)
+    assert set(resnet.state_dict()) == set(resnet18_small().state_dict())
 
 def test_resnet18_small_is_untrained_and_fresh():
     a, b = resnet18_small(), resnet18_small()
     assert not torch.equal(a.conv1.weight, b.conv1.weight)  # random initialisation, no downloaded weights
+
+# --- on a GPU ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
+def test_cuda_agrees_with_cpu():
+    "The encoders, their input checks (NaN, dtype) and the half-precision cast work the same on a GPU."
+    torch.manual_seed(0)
+    x = torch.rand(4, 3, 16, 16)
+    for model in (SmallCNN(width=8, blocks=3), resnet18_small(), ProjectionHead(48, 16, 8)):
+        model.eval()
+        inputs = torch.randn(4, 48) if isinstance(model, ProjectionHead) else x
+        with torch.no_grad(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+            on_cpu = model(inputs)
+            on_gpu = model.cuda()(inputs.cuda())
+            torch.testing.assert_close(on_gpu.cpu(), on_cpu, atol=1e-3, rtol=1e-3)
+            assert model(inputs.cuda().half()).dtype == torch.float32  # cast to the weights' dtype
+            if inputs.ndim == 4:
+                torch.testing.assert_close(model(inputs.cuda().to(memory_format=torch.channels_last)).cpu(),
+                                           on_cpu, atol=1e-3, rtol=1e-3)
+        bad = inputs.cuda().clone()
+        bad.view(-1)[0] = float('nan')
+        with pytest.raises(ValueError, match='contains NaN'): model(bad)
