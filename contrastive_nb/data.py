@@ -1,4 +1,4 @@
-"""Shapes with known factors, handwritten digits, support tickets and the CIFAR-10 / STL-10 loaders: what each dataset is for in this course.
+"""Shapes with known factors, handwritten digits, support tickets and the CIFAR-10 / STL-10 loaders.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/data.html.md"""
 
@@ -8,6 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/data.html.md"""
 from __future__ import annotations
 
 import math
+import operator
 import os
 import pickle
 from collections.abc import Sequence
@@ -20,63 +21,119 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from ._checks import (check_choice, check_int, check_number, check_positive_int,
+                                    check_tensor)
+
 # %% auto #0
-__all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'ImageDataset', 'as_float_images',
-           'inside_shape', 'make_shapes', 'show_grid', 'load_digits', 'tickets_path', 'load_tickets', 'split_tickets',
-           'DatasetNotFoundError', 'default_data_root', 'load_cifar10', 'load_stl10', 'write_cifar10_fixture',
-           'write_stl10_fixture']
-
-# %% ../nbs/00_data.ipynb #11d02889
-class ImageDataset(Dataset):
-    "Images with labels, class names and optional generative factors; `ds[i]` is `(float image in [0, 1], label)`."
-    def __init__(self,
-                 images: Tensor, # (N, C, H, W), float in [0, 1] or uint8 in [0, 255]
-                 labels: Tensor, # (N,) integer class indices; -1 where unlabelled
-                 classes: Sequence[str], # class names, indexed by label
-                 factors: pd.DataFrame | None = None, # one row of known generative factors per image
-                 masks: Tensor | None = None, # (N, H, W) fraction of each pixel covered by the object, if known
-                 name: str = 'images', # shown in the repr
-                ):
-        if images.ndim != 4: raise ValueError(f"images must be (N, C, H, W), got shape {tuple(images.shape)}")
-        if images.dtype != torch.uint8 and not images.is_floating_point():
-            raise TypeError(f"images must be float in [0, 1] or uint8, got {images.dtype}")
-        labels = torch.as_tensor(labels, dtype=torch.long)
-        if labels.shape != (len(images),):
-            raise ValueError(f"labels must be ({len(images)},) to match the images, got {tuple(labels.shape)}")
-        if factors is not None and len(factors) != len(images):
-            raise ValueError(f"factors has {len(factors)} rows for {len(images)} images")
-        if masks is not None and masks.shape != (len(images), *images.shape[2:]):
-            raise ValueError(f"masks must be {(len(images), *images.shape[2:])}, got {tuple(masks.shape)}")
-        self.images, self.labels, self.classes = images, labels, list(classes)
-        self.factors, self.masks, self.name = factors, masks, name
-
-    def __len__(self): return len(self.images)
-
-    def __getitem__(self, i):
-        return as_float_images(self.images[i]), self.labels[i]
-
-    def subset(self,
-               index: Tensor | Sequence[int] | slice, # which images to keep
-              ) -> ImageDataset:
-        "A new dataset holding only the images at `index`, with their labels, factors and masks."
-        index = torch.arange(len(self))[index] if isinstance(index, slice) else torch.as_tensor(index, dtype=torch.long)
-        factors = None if self.factors is None else self.factors.iloc[index.numpy()].reset_index(drop=True)
-        masks = None if self.masks is None else self.masks[index]
-        return ImageDataset(self.images[index], self.labels[index], self.classes, factors, masks, self.name)
-
-    def __repr__(self):
-        _, c, h, w = self.images.shape
-        return f"ImageDataset({self.name!r}: {len(self)} images {c}×{h}×{w} {self.images.dtype}, {len(self.classes)} classes)"
+__all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'as_float_images', 'ImageDataset',
+           'inside_shape', 'render_shapes', 'make_shapes', 'show_grid', 'make_moving_shapes', 'load_digits',
+           'tickets_path', 'load_tickets', 'split_tickets', 'DatasetNotFoundError', 'default_data_root', 'load_cifar10',
+           'load_stl10', 'write_cifar10_fixture', 'write_stl10_fixture']
 
 # %% ../nbs/00_data.ipynb #e37a09a3
 def as_float_images(
     images: Tensor, # uint8 in [0, 255] or float in [0, 1]
 ) -> Tensor: # float32 in [0, 1]
     "Convert stored pixels to float images in [0, 1]."
-    return images.float().div_(255) if images.dtype == torch.uint8 else images.float()
+    check_tensor(images, 'images')
+    if images.dtype == torch.uint8: return images.float().div_(255)
+    if not images.is_floating_point():
+        # Other integer types carry no scale: 255 could be white (8 bits) or almost black (16 bits).
+        raise TypeError(f"images must be uint8 in [0, 255] or float in [0, 1], got {images.dtype}; "
+                        "scale other integer pixels yourself")
+    if not torch.isfinite(images).all(): raise ValueError("images contains NaN or inf")
+    return images.float()
+
+# %% ../nbs/00_data.ipynb #11d02889
+def _check_labels(labels, n: int, n_classes: int) -> Tensor:
+    "(n,) int64 labels in [-1, n_classes), or an error that names the argument."
+    if not isinstance(labels, Tensor): labels = torch.as_tensor(np.asarray(labels))
+    check_tensor(labels, 'labels', ndim=1, dtype='int')
+    if len(labels) != n:
+        raise ValueError(f"labels must be ({n},) to match the images, got {len(labels)}")
+    if n and (labels.min() < -1 or labels.max() >= n_classes):
+        raise ValueError(f"labels must lie in [0, {n_classes - 1}] (or -1 for unlabelled) for "
+                         f"{n_classes} classes, got values in [{labels.min()}, {labels.max()}]")
+    return labels.long()
+
+def _check_images(images: Tensor) -> None:
+    "(N, C, H, W) uint8, or float with every value in [0, 1]."
+    check_tensor(images, 'images', ndim=4)
+    if images.dtype != torch.uint8 and not images.is_floating_point():
+        raise TypeError(f"images must be float in [0, 1] or uint8, got {images.dtype}")
+    if images.is_floating_point() and images.numel():
+        low, high = torch.stack(torch.aminmax(images)).tolist()
+        # A resize or a blur may overshoot by rounding: allow a hair outside. NaN fails too.
+        if not (low >= -1e-3 and high <= 1 + 1e-3):
+            raise ValueError(f"float images must lie in [0, 1], "
+                             f"got values in [{low:.3g}, {high:.3g}]")
+
+class ImageDataset(Dataset):
+    "Images with labels, class names and optional factors; `ds[i]` is `(float image, label)`."
+    def __init__(self,
+                 images: Tensor, # (N, C, H, W), float in [0, 1] or uint8 in [0, 255]
+                 labels: Tensor, # (N,) integer class indices; -1 where unlabelled
+                 classes: Sequence[str], # class names, indexed by label
+                 factors: pd.DataFrame | None = None, # one row of generative factors per image
+                 masks: Tensor | None = None, # (N, H, W) share of each pixel covered by the object
+                 name: str = 'images', # shown in the repr
+                ):
+        _check_images(images)
+        if isinstance(classes, str) or not isinstance(classes, Sequence):
+            raise TypeError(f"classes must be a sequence of names, got {type(classes).__name__}")
+        labels = _check_labels(labels, len(images), len(classes))
+        if factors is not None:
+            if not isinstance(factors, pd.DataFrame):
+                raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+            if len(factors) != len(images):
+                raise ValueError(f"factors has {len(factors)} rows for {len(images)} images")
+        if masks is not None:
+            check_tensor(masks, 'masks', ndim=3, dtype='float')
+            if masks.shape != (len(images), *images.shape[2:]):
+                raise ValueError(f"masks must be {(len(images), *images.shape[2:])}, "
+                                 f"got {tuple(masks.shape)}")
+        self.images, self.labels, self.classes = images, labels, list(classes)
+        self.factors, self.masks, self.name = factors, masks, name
+
+    def __len__(self): return len(self.images)
+
+    def __getitem__(self, i: int):
+        if isinstance(i, bool): raise TypeError("i must be an int index, got bool")
+        i = operator.index(i)  # a float or a mask is not an index
+        return as_float_images(self.images[i]), self.labels[i]
+
+    def subset(self,
+               index: Tensor | Sequence[int] | slice, # indices, a slice or a boolean mask
+              ) -> ImageDataset:
+        "A new dataset with only the images at `index` (or where a boolean mask is True)."
+        if isinstance(index, slice): index = torch.arange(len(self))[index]
+        elif not isinstance(index, Tensor): index = torch.as_tensor(np.asarray(index))
+        if index.dtype == torch.bool:
+            # A boolean mask selects rows; as integers it would mean rows 0 and 1.
+            if index.shape != (len(self),):
+                raise ValueError(f"a boolean mask must have one entry per image ({len(self)}), "
+                                 f"got shape {tuple(index.shape)}")
+            index = index.nonzero().squeeze(1)
+        if index.ndim == 1 and len(index) == 0: index = index.long()  # np.asarray([]) is float
+        check_tensor(index, 'index', ndim=1, dtype='int')
+        if len(index) and (index.min() < 0 or index.max() >= len(self)):
+            raise ValueError(f"index must lie in [0, {len(self) - 1}], got values in "
+                             f"[{index.min()}, {index.max()}] (negative indices are refused)")
+        index = index.long()
+        factors = self.factors
+        if factors is not None: factors = factors.iloc[index.numpy()].reset_index(drop=True)
+        masks = None if self.masks is None else self.masks[index]
+        images, labels = self.images[index], self.labels[index]
+        return ImageDataset(images, labels, self.classes, factors, masks, self.name)
+
+    def __repr__(self):
+        _, c, h, w = self.images.shape
+        return (f"ImageDataset({self.name!r}: {len(self)} images {c}×{h}×{w} {self.images.dtype}, "
+                f"{len(self.classes)} classes)")
 
 # %% ../nbs/00_data.ipynb #e0404859
-SHAPE_NAMES = ('circle', 'ring', 'square', 'triangle', 'diamond', 'hexagon', 'star', 'cross', 'crescent', 'heart')
+SHAPE_NAMES = ('circle', 'ring', 'square', 'triangle', 'diamond', 'hexagon', 'star', 'cross',
+               'crescent', 'heart')
 COLOURS = {'red': (0.90, 0.10, 0.10), 'green': (0.10, 0.75, 0.15), 'blue': (0.15, 0.30, 0.95),
            'yellow': (0.95, 0.85, 0.10), 'magenta': (0.85, 0.15, 0.80), 'cyan': (0.10, 0.80, 0.85)}
 
@@ -90,12 +147,8 @@ def _inside_polygon(u: Tensor, v: Tensor, sides: int, radius: float, offset: flo
         inside &= u * math.cos(angle) + v * math.sin(angle) <= apothem
     return inside
 
-def inside_shape(
-    name: str, # one of `SHAPE_NAMES`
-    u: Tensor, # horizontal coordinate in the object's frame (the object fits the unit disc)
-    v: Tensor, # vertical coordinate in the object's frame, pointing up
-) -> Tensor: # boolean, True where (u, v) lies inside the silhouette
-    "Whether each point (u, v) lies inside the silhouette `name`."
+def _inside_shape(name: str, u: Tensor, v: Tensor) -> Tensor:
+    "`inside_shape` without the checks, for the renderer's inner loop."
     r = torch.sqrt(u * u + v * v)
     if name == 'circle': return r <= 0.9
     if name == 'ring': return (r >= 0.55) & (r <= 0.95)
@@ -114,38 +167,113 @@ def inside_shape(
         return (x * x + y * y - 1) ** 3 - x * x * y ** 3 <= 0
     raise ValueError(f"unknown shape {name!r}; choose from {SHAPE_NAMES}")
 
+def inside_shape(
+    name: str, # one of `SHAPE_NAMES`
+    u: Tensor, # horizontal coordinate in the object's frame (the object fits the unit disc)
+    v: Tensor, # vertical coordinate in the object's frame, pointing up; same shape as `u`
+) -> Tensor: # boolean, True where (u, v) lies inside the silhouette
+    "Whether each point (u, v) lies inside the silhouette `name`."
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    check_tensor(u, 'u', dtype='float', finite=True)
+    check_tensor(v, 'v', dtype='float', finite=True)
+    if u.shape != v.shape:
+        raise ValueError(f"u and v must have the same shape, "
+                         f"got {tuple(u.shape)} and {tuple(v.shape)}")
+    return _inside_shape(name, u, v)
+
 # %% ../nbs/00_data.ipynb #fed683b6
-def _render_chunk(shape: Tensor, x: Tensor, y: Tensor, scale: Tensor, rotation: Tensor,
-                  size: int, supersample: int) -> Tensor:
-    "Object coverage (B, size, size) for one chunk of factors."
+_FACTOR_COLUMNS = ('shape_name', 'colour_name', 'x', 'y', 'scale', 'rotation', 'background')
+
+def _coverage(shape: Tensor, x: Tensor, y: Tensor, scale: Tensor, rotation: Tensor,
+              size: int, supersample: int) -> Tensor:
+    "Object coverage (B, size, size) of each pixel, for one chunk of factors."
     grid = (torch.arange(size * supersample) + 0.5) / (size * supersample)
     gy, gx = torch.meshgrid(grid, grid, indexing='ij')
+    # Into each object's frame: centred on it, in units of its radius, v pointing up, then rotated.
     dx = (gx - x[:, None, None]) / scale[:, None, None]
-    dy = -(gy - y[:, None, None]) / scale[:, None, None]  # the object's v axis points up
+    dy = -(gy - y[:, None, None]) / scale[:, None, None]
     cos, sin = torch.cos(rotation)[:, None, None], torch.sin(rotation)[:, None, None]
     u, v = cos * dx + sin * dy, cos * dy - sin * dx
     hit = torch.zeros_like(u, dtype=torch.bool)
     for k, name in enumerate(SHAPE_NAMES):
         rows = (shape == k).nonzero().squeeze(1)
-        if len(rows): hit[rows] = inside_shape(name, u[rows], v[rows])
+        if len(rows): hit[rows] = _inside_shape(name, u[rows], v[rows])
     return F.avg_pool2d(hit.float()[:, None], supersample)[:, 0]
+
+def _check_factors(factors) -> None:
+    "A table with the columns of `_FACTOR_COLUMNS`, known names and finite numbers."
+    if not isinstance(factors, pd.DataFrame):
+        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+    missing = [c for c in _FACTOR_COLUMNS if c not in factors.columns]
+    if missing: raise ValueError(f"factors lacks the columns {missing}; needs {_FACTOR_COLUMNS}")
+    unknown = set(factors.shape_name) - set(SHAPE_NAMES) | set(factors.colour_name) - set(COLOURS)
+    if unknown:
+        raise ValueError(f"unknown shape or colour names {sorted(map(str, unknown))}; "
+                         f"shapes: {SHAPE_NAMES}, colours: {tuple(COLOURS)}")
+    for c in ('x', 'y', 'scale', 'rotation', 'background'):
+        values = factors[c].to_numpy()
+        if not np.issubdtype(values.dtype, np.number) or values.dtype == bool:
+            raise TypeError(f"factors column {c!r} must hold numbers, got {values.dtype}")
+        if not np.isfinite(values).all(): raise ValueError(f"factors column {c!r} has NaN or inf")
+    if (factors.scale <= 0).any(): raise ValueError("factors column 'scale' must be positive")
+
+def render_shapes(
+    factors: pd.DataFrame, # shape_name, colour_name, x, y, scale, rotation, background
+    size: int = 32, # height and width in pixels
+    noise: float = 0.0, # standard deviation of the per-pixel Gaussian noise
+    seed: int | torch.Generator = 0, # seed of the noise, or a generator to draw it from
+    supersample: int = 3, # sub-pixels per side for anti-aliasing and the mask
+    chunk: int = 512, # images rendered at once (bounds memory, not the result)
+) -> ImageDataset: # one image per row; the factors gain `shape` and `colour` indices
+    "Draw Shapes images from a table of factors: one coloured silhouette per row, with its mask."
+    _check_factors(factors)
+    size, chunk = check_positive_int(size, 'size'), check_positive_int(chunk, 'chunk')
+    supersample = check_positive_int(supersample, 'supersample')
+    noise = check_number(noise, 'noise', low=0.0)
+    if isinstance(seed, torch.Generator): g = seed
+    else: g = torch.Generator().manual_seed(check_int(seed, 'seed'))
+    shape = torch.tensor([SHAPE_NAMES.index(s) for s in factors.shape_name], dtype=torch.long)
+    colour = torch.tensor([list(COLOURS).index(c) for c in factors.colour_name], dtype=torch.long)
+    x, y, scale, rotation, background = (torch.tensor(factors[c].to_numpy(), dtype=torch.float32)
+                                         for c in ('x', 'y', 'scale', 'rotation', 'background'))
+    rgb = torch.tensor(list(COLOURS.values()))[colour]
+    n = len(factors)
+    images, masks = torch.empty(n, 3, size, size), torch.empty(n, size, size)
+    for start in range(0, n, chunk):
+        s = slice(start, start + chunk)
+        cover = _coverage(shape[s], x[s], y[s], scale[s], rotation[s], size, supersample)
+        # Object colour where the object covers the pixel, background grey elsewhere, then noise.
+        cover4 = cover[:, None]
+        img = background[s, None, None, None] * (1 - cover4) + rgb[s, :, None, None] * cover4
+        images[s] = (img + noise * torch.randn(img.shape, generator=g)).clamp_(0, 1)
+        masks[s] = cover
+    table = factors.reset_index(drop=True).assign(shape=shape.numpy(), colour=colour.numpy())
+    return ImageDataset(images, shape, SHAPE_NAMES, table, masks, name='shapes')
 
 # %% ../nbs/00_data.ipynb #6f0aba42
 def make_shapes(
     n: int = 10_000, # number of images
     size: int = 32, # height and width in pixels
     seed: int = 0, # same seed, same factors (at every `size`)
-    scale_range: tuple[float, float] = (0.20, 0.34), # object radius as a fraction of the image size
+    scale_range: tuple[float, float] = (0.20, 0.34), # object radius, a fraction of the image size
     background_max: float = 0.35, # background grey level is drawn from [0, background_max]
     noise: float = 0.03, # standard deviation of the per-pixel Gaussian noise
     supersample: int = 3, # sub-pixels per side used for anti-aliasing and the mask
     chunk: int = 512, # images rendered at once (bounds memory, not the result)
 ) -> ImageDataset: # labels are shape indices; factors and masks are filled in
-    "Generate the Shapes dataset: one coloured silhouette per image, with all its generative factors."
-    if n < 1: raise ValueError(f"n must be at least 1, got {n}")
-    if size < 8: raise ValueError(f"size must be at least 8 pixels to draw a recognisable shape, got {size}")
-    lo, hi = scale_range
-    if not 0 < lo <= hi <= 0.5: raise ValueError(f"scale_range must satisfy 0 < low <= high <= 0.5, got {scale_range}")
+    "Generate the Shapes dataset: draw every image's factors, then `render_shapes` them."
+    n, seed = check_positive_int(n, 'n'), check_int(seed, 'seed')
+    if check_int(size, 'size') < 8:
+        raise ValueError(f"size must be at least 8 pixels to draw a recognisable shape, got {size}")
+    if isinstance(scale_range, (str, bytes)) or not hasattr(scale_range, '__len__'):
+        raise TypeError(f"scale_range must be a (low, high) pair, got {scale_range!r}")
+    if len(scale_range) != 2: raise ValueError(f"scale_range must be a pair, got {scale_range!r}")
+    lo, hi = (check_number(s, 'scale_range') for s in scale_range)
+    if not 0 < lo <= hi <= 0.5:
+        raise ValueError(f"scale_range must satisfy 0 < low <= high <= 0.5, "
+                         f"got {tuple(scale_range)}")
+    background_max = check_number(background_max, 'background_max', 0.0, 1.0)
     g = torch.Generator().manual_seed(seed)
     shape = torch.randint(len(SHAPE_NAMES), (n,), generator=g)
     colour = torch.randint(len(COLOURS), (n,), generator=g)
@@ -155,73 +283,136 @@ def make_shapes(
     y = scale + (1 - 2 * scale) * torch.rand(n, generator=g)
     rotation = 2 * math.pi * torch.rand(n, generator=g)
     background = background_max * torch.rand(n, generator=g)
-    rgb = torch.tensor(list(COLOURS.values()))[colour]
-
-    images, masks = torch.empty(n, 3, size, size), torch.empty(n, size, size)
-    for start in range(0, n, chunk):
-        s = slice(start, start + chunk)
-        cover = _render_chunk(shape[s], x[s], y[s], scale[s], rotation[s], size, supersample)
-        img = background[s, None, None, None] * (1 - cover[:, None]) + rgb[s, :, None, None] * cover[:, None]
-        images[s] = (img + noise * torch.randn(img.shape, generator=g)).clamp_(0, 1)
-        masks[s] = cover
     factors = pd.DataFrame({
         'shape': shape.numpy(), 'shape_name': np.array(SHAPE_NAMES)[shape.numpy()],
         'colour': colour.numpy(), 'colour_name': np.array(list(COLOURS))[colour.numpy()],
         'x': x.numpy(), 'y': y.numpy(), 'scale': scale.numpy(), 'rotation': rotation.numpy(),
         'background': background.numpy()})
-    return ImageDataset(images, shape, SHAPE_NAMES, factors, masks, name='shapes')
+    # The noise continues the same generator, so one seed fixes every pixel.
+    return render_shapes(factors, size, noise, g, supersample, chunk)
 
 # %% ../nbs/00_data.ipynb #8397aa43
 def show_grid(
-    images: Tensor, # (N, C, H, W) float in [0, 1] (or uint8)
+    images: Tensor, # (N, C, H, W) float in [0, 1] (or uint8), with 1 or 3 channels
     titles: Sequence[str] | None = None, # one short title per image
     ncols: int = 10, # images per row
     scale: float = 1.2, # inches per image
 ):
     "Plot images in a grid with optional titles; returns the matplotlib figure."
     import matplotlib.pyplot as plt
+    check_tensor(images, 'images', ndim=4, nonempty=True)
     images = as_float_images(images)
+    if images.shape[1] not in (1, 3):
+        raise ValueError(f"images must have 1 or 3 channels in dimension 1, "
+                         f"got shape {tuple(images.shape)}")
+    if titles is not None and len(titles) != len(images):
+        raise ValueError(f"titles has {len(titles)} entries for {len(images)} images")
+    ncols = check_positive_int(ncols, 'ncols')
+    scale = check_number(scale, 'scale', low=0, low_open=True)
     nrows = math.ceil(len(images) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * scale, nrows * scale * (1.25 if titles else 1)), squeeze=False)
+    figsize = (ncols * scale, nrows * scale * (1.25 if titles else 1))
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False)
     for i, ax in enumerate(axes.flat):
         ax.axis('off')
         if i >= len(images): continue
         img = images[i].permute(1, 2, 0).numpy()
-        ax.imshow(img[..., 0] if img.shape[-1] == 1 else img, cmap='gray' if img.shape[-1] == 1 else None,
-                  vmin=0, vmax=1, interpolation='nearest')
+        grey = img.shape[-1] == 1
+        ax.imshow(img[..., 0] if grey else img, cmap='gray' if grey else None, vmin=0, vmax=1,
+                  interpolation='nearest')
         if titles is not None: ax.set_title(titles[i], fontsize=8)
     fig.tight_layout()
     return fig
+
+# %% ../nbs/00_data.ipynb #3c5a31d2
+def _uniform(n: int, low, high, generator: torch.Generator) -> Tensor:
+    "n uniform draws in [low, high) (numbers or (n,) tensors)."
+    return low + (high - low) * torch.rand(n, generator=generator)
+
+def _bounce(start: Tensor, travel: Tensor, low: Tensor, high: Tensor) -> Tensor:
+    "Position after moving `travel` from `start` between walls at `low` and `high` (reflecting)."
+    span = high - low
+    folded = (start - low + travel) % (2 * span)
+    return low + torch.where(folded <= span, folded, 2 * span - folded)
+
+def make_moving_shapes(
+    n_sequences: int = 8, # number of clips
+    n_frames: int = 16, # frames per clip
+    size: int = 32, # height and width in pixels
+    speed: float = 0.04, # distance moved per frame, as a fraction of the image size
+    spin: float = 0.15, # rotation per frame, in radians
+    seed: int = 0, # same seed, same clips
+    noise: float = 0.03, # standard deviation of the per-pixel Gaussian noise
+) -> ImageDataset: # clip by clip, frame by frame; factors gain `sequence` and `time` (frame index)
+    "Short Shapes clips: one object per clip moves straight, bouncing off the edges, and turns."
+    n_sequences = check_positive_int(n_sequences, 'n_sequences')
+    n_frames, seed = check_positive_int(n_frames, 'n_frames'), check_int(seed, 'seed')
+    speed, spin = check_number(speed, 'speed', low=0.0), check_number(spin, 'spin')
+    g = torch.Generator().manual_seed(seed)
+    shape = torch.randint(len(SHAPE_NAMES), (n_sequences,), generator=g)
+    colour = torch.randint(len(COLOURS), (n_sequences,), generator=g)
+    scale = _uniform(n_sequences, 0.18, 0.28, g)
+    x0, y0 = (_uniform(n_sequences, 0, 1, g) * (1 - 2 * scale) + scale for _ in range(2))
+    heading = _uniform(n_sequences, 0, 2 * math.pi, g)
+    rotation0 = _uniform(n_sequences, 0, 2 * math.pi, g)
+    background = _uniform(n_sequences, 0, 0.35, g)
+    t = torch.arange(n_frames, dtype=torch.float32).repeat(n_sequences)  # frame index of each row
+
+    def per_frame(per_clip: Tensor) -> Tensor:
+        "One value per clip, repeated for each of its frames."
+        return per_clip.repeat_interleave(n_frames)
+
+    lo, hi = per_frame(scale), 1 - per_frame(scale)
+    factors = pd.DataFrame({
+        'sequence': torch.arange(n_sequences).repeat_interleave(n_frames).numpy(),
+        'time': t.long().numpy(),
+        'shape_name': np.array(SHAPE_NAMES)[per_frame(shape).numpy()],
+        'colour_name': np.array(list(COLOURS))[per_frame(colour).numpy()],
+        'x': _bounce(per_frame(x0), speed * t * per_frame(torch.cos(heading)), lo, hi).numpy(),
+        'y': _bounce(per_frame(y0), speed * t * per_frame(torch.sin(heading)), lo, hi).numpy(),
+        'scale': per_frame(scale).numpy(), 'rotation': (per_frame(rotation0) + spin * t).numpy(),
+        'background': per_frame(background).numpy()})
+    return render_shapes(factors, size=size, noise=noise, seed=seed)
 
 # %% ../nbs/00_data.ipynb #f49620e7
 def load_digits() -> ImageDataset: # 1 797 grey images (N, 1, 8, 8), labels 0–9
     "Scikit-learn's bundled handwritten digits as an `ImageDataset` with values in [0, 1]."
     from sklearn.datasets import load_digits as _sklearn_digits
     bunch = _sklearn_digits()
-    images = torch.tensor(bunch.images, dtype=torch.float32)[:, None] / 16  # pixel values run from 0 to 16
-    return ImageDataset(images, torch.tensor(bunch.target), [str(d) for d in range(10)], name='digits')
+    images = torch.tensor(bunch.images, dtype=torch.float32)[:, None] / 16  # pixels run 0 to 16
+    classes = [str(d) for d in range(10)]
+    return ImageDataset(images, torch.tensor(bunch.target), classes, name='digits')
 
 # %% ../nbs/00_data.ipynb #f850573d
 TICKET_COLUMNS = ('ticket_id', 'problem_id', 'intent', 'text')
 
 def tickets_path() -> Path:
-    "Where the course's support-ticket CSV lives: inside the installed package, else in a source checkout's `data/`."
+    "Where the support-ticket CSV lives: in the installed package, else in a checkout's `data/`."
     from importlib.resources import files
     try: return Path(str(files('contrastive_nb.course_data') / 'tickets.csv'))
-    # A source checkout run from its root imports the package folder directly, which lacks the mapped sub-package.
+    # A source checkout run from its root imports the package folder, without the mapped
+    # sub-package.
     except ModuleNotFoundError:
         import contrastive_nb
         return Path(contrastive_nb.__file__).resolve().parent.parent / 'data' / 'tickets.csv'
 
-def load_tickets(
-    path: str | Path | None = None, # a CSV with the columns in `TICKET_COLUMNS`; default: the course's file
-) -> pd.DataFrame: # one row per message
-    "Load support tickets: `ticket_id`, `problem_id` (paraphrase group), `intent` and `text`."
-    df = pd.read_csv(path or tickets_path(), dtype=str, keep_default_na=False)
+def _check_tickets(df, name: str = 'df') -> None:
+    "A DataFrame with the columns of `TICKET_COLUMNS`, each problem in one intent."
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in TICKET_COLUMNS if c not in df.columns]
-    if missing: raise ValueError(f"{path or tickets_path()} lacks the columns {missing}; expected {TICKET_COLUMNS}")
+    if missing: raise ValueError(f"{name} lacks the columns {missing}; expected {TICKET_COLUMNS}")
     if (df.groupby('problem_id').intent.nunique() > 1).any():
         raise ValueError("each problem_id must belong to exactly one intent")
+
+def load_tickets(
+    path: str | Path | None = None, # a CSV with the `TICKET_COLUMNS`; default: the bundled one
+) -> pd.DataFrame: # one row per message
+    "Load support tickets: `ticket_id`, `problem_id` (paraphrase group), `intent` and `text`."
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
+    path = tickets_path() if path is None else Path(path)
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    _check_tickets(df, str(path))
     return df[list(TICKET_COLUMNS)]
 
 # %% ../nbs/00_data.ipynb #fa9122c9
@@ -231,8 +422,9 @@ def split_tickets(
     seed: int = 0, # which problems go where
 ) -> tuple[pd.DataFrame, pd.DataFrame]: # (train, test); no problem_id appears in both
     "Split tickets by problem, per intent, so paraphrases of one problem never straddle the split."
-    if not 0 < test_frac < 1: raise ValueError(f"test_frac must be strictly between 0 and 1, got {test_frac}")
-    rng = np.random.default_rng(seed)
+    _check_tickets(df)
+    test_frac = check_number(test_frac, 'test_frac', 0.0, 1.0, low_open=True, high_open=True)
+    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
     test_problems = []
     for _, problems in df.groupby('intent').problem_id.unique().sort_index().items():
         problems = rng.permutation(sorted(problems))
@@ -248,27 +440,31 @@ class DatasetNotFoundError(FileNotFoundError):
 
 def default_data_root() -> Path:
     "Folder for downloaded benchmarks: `$CONTRASTIVE_NB_DATA`, else `~/.cache/contrastive_nb`."
-    return Path(os.environ.get('CONTRASTIVE_NB_DATA', Path.home() / '.cache' / 'contrastive_nb')).expanduser()
+    default = Path.home() / '.cache' / 'contrastive_nb'
+    return Path(os.environ.get('CONTRASTIVE_NB_DATA', default)).expanduser()
 
 def _fetch_or_explain(name: str, folder: Path, download: bool, fetch, url: str) -> None:
-    "Make sure `folder` exists: download it through torchvision if allowed, else explain how to get it."
+    "Make sure `folder` exists: download it through torchvision if allowed, else explain how."
     if folder.exists(): return
     if not download:
         raise DatasetNotFoundError(
-            f"{name} was not found in {folder}. This course never downloads by default. Either call again with "
-            f"download=True (needs internet access), or download the archive from {url} yourself and extract it into "
-            f"{folder.parent} (or set CONTRASTIVE_NB_DATA to the folder that holds it).")
+            f"{name} was not found in {folder}. Nothing is downloaded by default. Either call "
+            f"again with download=True (needs internet access), or download the archive from {url} "
+            f"yourself and extract it into {folder.parent} (or set CONTRASTIVE_NB_DATA to the "
+            "folder that holds it).")
     try: fetch()
     except Exception as e:
-        raise DatasetNotFoundError(f"Downloading {name} into {folder.parent} failed ({e}). Download the archive from "
-                                   f"{url} yourself and extract it there.") from e
+        raise DatasetNotFoundError(f"Downloading {name} into {folder.parent} failed ({e}). "
+                                   f"Download the archive from {url} yourself and extract it "
+                                   "there.") from e
 
 # %% ../nbs/00_data.ipynb #72135508
-CIFAR10_CLASSES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck')
+CIFAR10_CLASSES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship',
+                   'truck')
 _CIFAR_URL = 'https://www.cs.toronto.edu/~kriz/cifar.html'
 
 def _unpickle(path: Path) -> dict:
-    "Read one CIFAR batch; the originals were pickled by Python 2, hence latin-1 and possibly bytes keys."
+    "Read one CIFAR batch; the originals were pickled by Python 2: latin-1, maybe bytes keys."
     with open(path, 'rb') as f: d = pickle.load(f, encoding='latin1')
     return {k.decode() if isinstance(k, bytes) else k: v for k, v in d.items()}
 
@@ -286,17 +482,21 @@ def load_cifar10(
     _fetch_or_explain('CIFAR-10', folder, download, fetch, _CIFAR_URL)
     names = [f'data_batch_{i}' for i in range(1, 6)] if train else ['test_batch']
     missing = [n for n in names if not (folder / n).exists()]
-    if missing: raise DatasetNotFoundError(f"CIFAR-10 in {folder} is incomplete: {missing} missing. Get it from {_CIFAR_URL}.")
+    if missing:
+        raise DatasetNotFoundError(f"CIFAR-10 in {folder} is incomplete: {missing} missing. "
+                                   f"Get it from {_CIFAR_URL}.")
     batches = [_unpickle(folder / n) for n in names]
     data = np.concatenate([np.asarray(b['data'], dtype=np.uint8) for b in batches])
     labels = np.concatenate([np.asarray(b['labels'], dtype=np.int64) for b in batches])
     meta = folder / 'batches.meta'
     classes = _unpickle(meta)['label_names'] if meta.exists() else CIFAR10_CLASSES
     classes = [c.decode() if isinstance(c, bytes) else c for c in classes]
-    return ImageDataset(torch.from_numpy(data.reshape(-1, 3, 32, 32)), torch.from_numpy(labels), classes, name='cifar10')
+    images = torch.from_numpy(data.reshape(-1, 3, 32, 32))
+    return ImageDataset(images, torch.from_numpy(labels), classes, name='cifar10')
 
 # %% ../nbs/00_data.ipynb #aca4b8d5
-STL10_CLASSES = ('airplane', 'bird', 'car', 'cat', 'deer', 'dog', 'horse', 'monkey', 'ship', 'truck')
+STL10_CLASSES = ('airplane', 'bird', 'car', 'cat', 'deer', 'dog', 'horse', 'monkey', 'ship',
+                 'truck')
 _STL_URL = 'https://cs.stanford.edu/~acoates/stl10/'
 
 def load_stl10(
@@ -305,8 +505,7 @@ def load_stl10(
     download: bool = False, # fetch through torchvision (with checksums) if the files are missing
 ) -> ImageDataset: # uint8 images (N, 3, 96, 96); label -1 for the unlabeled split
     "STL-10 from its binary files, as an `ImageDataset`."
-    if split not in ('train', 'test', 'unlabeled'):
-        raise ValueError(f"split must be 'train', 'test' or 'unlabeled', got {split!r}")
+    check_choice(split, 'split', ('train', 'test', 'unlabeled'))
     root = Path(root) if root is not None else default_data_root()
     folder = root / 'stl10_binary'
     def fetch():
@@ -314,14 +513,18 @@ def load_stl10(
         STL10(str(root), split=split, download=True)
     _fetch_or_explain('STL-10', folder, download, fetch, _STL_URL)
     x_path = folder / f'{split}_X.bin'
-    if not x_path.exists(): raise DatasetNotFoundError(f"STL-10 in {folder} lacks {x_path.name}. Get it from {_STL_URL}.")
+    if not x_path.exists():
+        raise DatasetNotFoundError(f"STL-10 in {folder} lacks {x_path.name}. "
+                                   f"Get it from {_STL_URL}.")
     # Each image is stored channel by channel, each channel column-major: transpose H and W back.
     images = np.fromfile(x_path, dtype=np.uint8).reshape(-1, 3, 96, 96).transpose(0, 1, 3, 2)
     if split == 'unlabeled': labels = np.full(len(images), -1, dtype=np.int64)
-    else: labels = np.fromfile(folder / f'{split}_y.bin', dtype=np.uint8).astype(np.int64) - 1  # stored as 1..10
+    else:  # stored as 1..10
+        labels = np.fromfile(folder / f'{split}_y.bin', dtype=np.uint8).astype(np.int64) - 1
     names = folder / 'class_names.txt'
     classes = names.read_text().split() if names.exists() else STL10_CLASSES
-    return ImageDataset(torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels), classes, name='stl10')
+    images = torch.from_numpy(np.ascontiguousarray(images))
+    return ImageDataset(images, torch.from_numpy(labels), classes, name='stl10')
 
 # %% ../nbs/00_data.ipynb #2e5b1f88
 def write_cifar10_fixture(
@@ -330,7 +533,8 @@ def write_cifar10_fixture(
     seed: int = 0, # random pixels and labels
 ) -> Path: # the created folder
     "Write a tiny CIFAR-10 in the real on-disk format (python pickle batches)."
-    rng = np.random.default_rng(seed)
+    per_batch = check_positive_int(per_batch, 'per_batch')
+    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
     folder = Path(root) / 'cifar-10-batches-py'
     folder.mkdir(parents=True, exist_ok=True)
     for name in [f'data_batch_{i}' for i in range(1, 6)] + ['test_batch']:
@@ -338,8 +542,8 @@ def write_cifar10_fixture(
                  'data': rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
                  'filenames': [f'{name}_{i}.png' for i in range(per_batch)]}
         with open(folder / name, 'wb') as f: pickle.dump(batch, f)
-    with open(folder / 'batches.meta', 'wb') as f:
-        pickle.dump({'label_names': list(CIFAR10_CLASSES), 'num_cases_per_batch': per_batch, 'num_vis': 3072}, f)
+    meta = {'label_names': list(CIFAR10_CLASSES), 'num_cases_per_batch': per_batch, 'num_vis': 3072}
+    with open(folder / 'batches.meta', 'wb') as f: pickle.dump(meta, f)
     return folder
 
 def write_stl10_fixture(
@@ -348,12 +552,14 @@ def write_stl10_fixture(
     seed: int = 0, # random pixels and labels
 ) -> Path: # the created folder
     "Write a tiny STL-10 in the real on-disk format (column-major uint8 binaries, labels 1–10)."
-    rng = np.random.default_rng(seed)
+    n = check_positive_int(n, 'n')
+    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
     folder = Path(root) / 'stl10_binary'
     folder.mkdir(parents=True, exist_ok=True)
     for split in ('train', 'test', 'unlabeled'):
         images = rng.integers(0, 256, (n, 3, 96, 96), dtype=np.uint8)
         images.transpose(0, 1, 3, 2).tofile(folder / f'{split}_X.bin')
-        if split != 'unlabeled': rng.integers(1, 11, n, dtype=np.uint8).tofile(folder / f'{split}_y.bin')
+        if split != 'unlabeled':
+            rng.integers(1, 11, n, dtype=np.uint8).tofile(folder / f'{split}_y.bin')
     (folder / 'class_names.txt').write_text('\n'.join(STL10_CLASSES) + '\n')
     return folder

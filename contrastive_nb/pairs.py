@@ -1,4 +1,4 @@
-"""Anchors, positives and negatives: where they come from (augmented views, labels, time, a second modality), when an augmentation breaks the meaning, the masks that keep the books, and how many "negatives" are really the same class.
+"""Anchors, positives and negatives: where they come from, the masks over a batch, false negatives.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/pairs.html.md"""
 
@@ -8,45 +8,39 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/pairs.html.md"""
 from __future__ import annotations
 
 import math
-import operator
 import re
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.data import Dataset
-from torchvision.transforms import v2
 
-from .data import COLOURS, SHAPE_NAMES, ImageDataset, as_float_images, inside_shape
+from ._checks import (check_int, check_number, check_positive_int, check_probability,
+                                    check_tensor)
 
 # %% auto #0
-__all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'AugmentationPolicy',
-           'simclr_transform', 'render_shapes', 'sample_crop_boxes', 'resized_crop', 'grayscale', 'adjust_colour',
-           'gaussian_blur', 'augment_batch', 'object_kept', 'delete_words', 'replace_synonyms', 'mask_span',
-           'ticket_view', 'make_moving_shapes', 'temporal_pair_masks', 'position_phrase', 'shape_captions',
+__all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'delete_words',
+           'replace_synonyms', 'mask_span', 'ticket_view', 'temporal_pair_masks', 'position_phrase', 'shape_captions',
            'expected_false_negatives', 'chance_of_false_negative']
 
 # %% ../nbs/01_pairs.ipynb #67644cad
-_INTEGER_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
-
 def _as_ids(ids, name: str = 'ids') -> Tensor:
-    "A 1-D integer tensor, or a ValueError that says what was wrong."
-    try: ids = torch.as_tensor(ids)
-    except (TypeError, ValueError, RuntimeError) as e:
-        raise ValueError(f"{name} must be a 1-D integer tensor; could not convert it ({e})") from e
-    if ids.ndim != 1: raise ValueError(f"{name} must be a 1-D tensor with one id per row, got shape {tuple(ids.shape)}")
-    if ids.dtype not in _INTEGER_DTYPES:
-        raise ValueError(f"{name} must hold integers (source ids or class labels), got {ids.dtype}; for other labels "
-                         "use torch.as_tensor(pandas.factorize(values)[0])")
-    return ids
+    "A 1-D integer tensor of ids (lists and arrays are converted), or an error that names `name`."
+    if not isinstance(ids, Tensor):
+        try: ids = torch.as_tensor(np.asarray(ids))
+        except (TypeError, ValueError, RuntimeError) as e:
+            fix = "for other labels use torch.as_tensor(pandas.factorize(values)[0])"
+            raise TypeError(f"{name} must be a 1-D tensor of integer ids; could not convert it "
+                            f"({e}); {fix}") from e
+        if ids.ndim == 1 and len(ids) == 0: ids = ids.long()  # np.asarray([]) is float
+    return check_tensor(ids, name, ndim=1, dtype='int')
 
 def pair_masks(
     ids: Tensor, # (N,) integer source id (or class label) of each row
 ) -> tuple[Tensor, Tensor]: # (positive, negative), each (N, N) bool and False on the diagonal
-    "Masks over all pairs of rows: positive where the ids agree, negative where they differ; a row never pairs with itself."
+    "Masks over all pairs of rows: positive where ids agree (not with itself), else negative."
     ids = _as_ids(ids)
     same = ids[:, None] == ids[None, :]
     itself = torch.eye(len(ids), dtype=torch.bool, device=ids.device)
@@ -57,320 +51,90 @@ def instance_ids(
     n: int, # number of sources in the batch
     n_views: int = 2, # views of each source
 ) -> Tensor: # (n_views * n,) source id of each row; view v of source i sits at row v * n + i
-    "Source ids of `n_views` stacked views of `n` sources: the ids for which `pair_masks` is instance discrimination."
-    n, n_views = operator.index(n), operator.index(n_views)
-    if n < 1 or n_views < 1: raise ValueError(f"need n >= 1 sources and n_views >= 1, got n={n}, n_views={n_views}")
+    "Source ids of `n_views` stacked views of `n` sources, for instance discrimination."
+    n, n_views = check_positive_int(n, 'n'), check_positive_int(n_views, 'n_views')
     return torch.arange(n).repeat(n_views)
 
 # %% ../nbs/01_pairs.ipynb #36b05a10
 class MultiViewDataset(Dataset):
-    "Wrap a data set so that `ds[i]` is `(views, i, label)`: `n_views` random augmentations of sample `i` and its source id."
+    "Wrap a data set so that `ds[i]` is `(views, i, label)`: `n_views` random views of sample `i`."
     def __init__(self,
                  dataset: Dataset, # items are `(x, label)` or just `x`
                  transform: Callable, # a random augmentation, called once per view
                  n_views: int = 2, # views per sample
                 ):
-        if operator.index(n_views) < 1: raise ValueError(f"n_views must be at least 1, got {n_views}")
-        self.dataset, self.transform, self.n_views = dataset, transform, n_views
+        if isinstance(dataset, (str, bytes)) or not (hasattr(dataset, '__len__') and
+                                                     hasattr(dataset, '__getitem__')):
+            raise TypeError(f"dataset must support len() and indexing, "
+                            f"got {type(dataset).__name__}")
+        if not callable(transform):
+            raise TypeError(f"transform must be callable, got {transform!r}")
+        self.dataset, self.transform = dataset, transform
+        self.n_views = check_positive_int(n_views, 'n_views')
 
     def __len__(self): return len(self.dataset)
 
     def __getitem__(self, i: int):
+        if isinstance(i, bool): raise TypeError("i must be an int index, got bool")
         i = range(len(self))[i]  # a negative index still reports the true source id
         item = self.dataset[i]
         x, label = item if isinstance(item, tuple) and len(item) == 2 else (item, -1)
         views = [self.transform(x) for _ in range(self.n_views)]
-        # Tensor views stack into one (n_views, ...) tensor, so a DataLoader batch is (B, n_views, ...).
-        return (torch.stack(views) if all(isinstance(v, Tensor) for v in views) else views), i, label
+        # Tensor views stack into one (n_views, ...) tensor: a DataLoader batch is (B, V, ...).
+        if all(isinstance(v, Tensor) for v in views): views = torch.stack(views)
+        return views, i, label
 
 # %% ../nbs/01_pairs.ipynb #7bf9319c
 def flatten_views(
-    views: Tensor, # (B, V, ...): V views of each of B sources, as a DataLoader collates `MultiViewDataset`
+    views: Tensor, # (B, V, ...): V views of each of B sources, as a DataLoader collates them
 ) -> Tensor: # (V * B, ...): view v of source i at row v * B + i
     "Stack a batch of multi-view samples view by view, the row order of `instance_ids(B, V)`."
-    if views.ndim < 2: raise ValueError(f"views must be (B, V, ...), got shape {tuple(views.shape)}")
+    check_tensor(views, 'views')
+    if views.ndim < 2:
+        raise ValueError(f"views must be (B, V, ...), got shape {tuple(views.shape)}")
     return views.transpose(0, 1).flatten(0, 1)
 
-# %% ../nbs/01_pairs.ipynb #03f46224
-class AugmentationPolicy:
-    "A SimCLR-style image augmentation policy, shared by `simclr_transform` (torchvision) and `augment_batch` (batched)."
-    def __init__(self,
-                 size: int = 32, # output height and width in pixels
-                 scale: tuple[float, float] = (0.08, 1.0), # range of the crop's area, as a fraction of the image's area
-                 ratio: tuple[float, float] = (3 / 4, 4 / 3), # range of the crop's aspect ratio (width / height), drawn log-uniformly
-                 flip_p: float = 0.5, # probability of a horizontal flip
-                 jitter_strength: float = 0.5, # s: brightness, contrast and saturation vary by up to 0.8 s, hue by up to 0.2 s
-                 jitter_p: float = 0.8, # probability of colour jitter
-                 grayscale_p: float = 0.2, # probability of grayscale
-                 blur_p: float = 0.5, # probability of a Gaussian blur
-                 blur_sigma: tuple[float, float] = (0.1, 2.0), # range of the blur's standard deviation, in pixels
-                ):
-        if size < 1: raise ValueError(f"size must be positive, got {size}")
-        if not 0 < scale[0] <= scale[1] <= 1: raise ValueError(f"scale must satisfy 0 < low <= high <= 1, got {scale}")
-        if not 0 < ratio[0] <= ratio[1]: raise ValueError(f"ratio must satisfy 0 < low <= high, got {ratio}")
-        for name, p in (('flip_p', flip_p), ('jitter_p', jitter_p), ('grayscale_p', grayscale_p), ('blur_p', blur_p)):
-            if not 0 <= p <= 1: raise ValueError(f"{name} is a probability, got {p}")
-        # Hue shifts past half the colour circle are meaningless (and torchvision refuses them).
-        if not 0 <= jitter_strength <= 2.5: raise ValueError(f"jitter_strength must lie in [0, 2.5], got {jitter_strength}")
-        if not 0 < blur_sigma[0] <= blur_sigma[1]: raise ValueError(f"blur_sigma must satisfy 0 < low <= high, got {blur_sigma}")
-        # Written past __setattr__: a policy is read-only, so one instance can safely be a default argument.
-        self.__dict__.update(size=size, scale=tuple(scale), ratio=tuple(ratio), flip_p=flip_p, jitter_strength=jitter_strength,
-                             jitter_p=jitter_p, grayscale_p=grayscale_p, blur_p=blur_p, blur_sigma=tuple(blur_sigma))
-
-    def __setattr__(self, name, value): raise AttributeError(f"a policy is read-only; use policy.replace({name}=...)")
-    def __eq__(self, other): return isinstance(other, AugmentationPolicy) and vars(self) == vars(other)
-    def __hash__(self): return hash(tuple(vars(self).items()))
-    def __repr__(self): return f"AugmentationPolicy({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
-
-    def replace(self, **changes) -> AugmentationPolicy:
-        "A copy of this policy with some settings changed."
-        return AugmentationPolicy(**{**vars(self), **changes})
-
-    @property
-    def blur_kernel(self) -> int:
-        "Odd blur kernel width, about a tenth of the image as in SimCLR, at least 3."
-        k = max(3, self.size // 10)
-        return k if k % 2 else k + 1
-
-# %% ../nbs/01_pairs.ipynb #648c9314
-def simclr_transform(
-    policy: AugmentationPolicy = AugmentationPolicy(), # what to draw
-) -> v2.Compose: # one (C, H, W) float image in, one random view out
-    "The policy as a torchvision v2 pipeline, for a data set's per-sample transform."
-    p, s = policy, policy.jitter_strength
-    return v2.Compose([
-        v2.RandomResizedCrop(p.size, scale=p.scale, ratio=p.ratio, antialias=True),
-        v2.RandomHorizontalFlip(p.flip_p),
-        v2.RandomApply([v2.ColorJitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s)], p=p.jitter_p),
-        v2.RandomGrayscale(p.grayscale_p),
-        v2.RandomApply([v2.GaussianBlur(p.blur_kernel, sigma=p.blur_sigma)], p=p.blur_p),
-    ])
-
-# %% ../nbs/01_pairs.ipynb #8b111235
-_FACTOR_COLUMNS = ('shape_name', 'colour_name', 'x', 'y', 'scale', 'rotation', 'background')
-
-def render_shapes(
-    factors: pd.DataFrame, # columns shape_name, colour_name, x, y, scale, rotation, background (as in `make_shapes`)
-    size: int = 32, # height and width in pixels
-    noise: float = 0.0, # standard deviation of the per-pixel Gaussian noise
-    seed: int = 0, # seed of the noise
-    supersample: int = 3, # sub-pixels per side for anti-aliasing and the mask
-) -> ImageDataset: # one image per row; the factors gain `shape` and `colour` indices
-    "Draw Shapes images from chosen factors, with the conventions (and the pixels) of `make_shapes`."
-    missing = [c for c in _FACTOR_COLUMNS if c not in factors.columns]
-    if missing: raise ValueError(f"factors lacks the columns {missing}; needs {_FACTOR_COLUMNS}")
-    unknown = set(factors.shape_name) - set(SHAPE_NAMES) | set(factors.colour_name) - set(COLOURS)
-    if unknown: raise ValueError(f"unknown shape or colour names {sorted(unknown)}; shapes: {SHAPE_NAMES}, colours: {tuple(COLOURS)}")
-    shape = torch.tensor([SHAPE_NAMES.index(s) for s in factors.shape_name], dtype=torch.long)
-    colour = torch.tensor([list(COLOURS).index(c) for c in factors.colour_name], dtype=torch.long)
-    x, y, scale, rotation, background = (torch.tensor(factors[c].values, dtype=torch.float32)
-                                         for c in ('x', 'y', 'scale', 'rotation', 'background'))
-    grid = (torch.arange(size * supersample) + 0.5) / (size * supersample)
-    gy, gx = torch.meshgrid(grid, grid, indexing='ij')
-    # Into each object's frame: centred on it, in units of its radius, v pointing up, then rotated.
-    dx, dy = (gx - x[:, None, None]) / scale[:, None, None], (y[:, None, None] - gy) / scale[:, None, None]
-    cos, sin = torch.cos(rotation)[:, None, None], torch.sin(rotation)[:, None, None]
-    u, v = cos * dx + sin * dy, cos * dy - sin * dx
-    hit = torch.zeros_like(u, dtype=torch.bool)
-    for k, name in enumerate(SHAPE_NAMES):
-        rows = (shape == k).nonzero().squeeze(1)
-        if len(rows): hit[rows] = inside_shape(name, u[rows], v[rows])
-    cover = F.avg_pool2d(hit.float()[:, None], supersample)[:, 0]
-    rgb = torch.tensor(list(COLOURS.values()))[colour]
-    images = background[:, None, None, None] * (1 - cover[:, None]) + rgb[:, :, None, None] * cover[:, None]
-    images = (images + noise * torch.randn(images.shape, generator=torch.Generator().manual_seed(seed))).clamp(0, 1)
-    table = factors.reset_index(drop=True).assign(shape=shape.numpy(), colour=colour.numpy())
-    return ImageDataset(images, shape, SHAPE_NAMES, table, cover, name='shapes')
-
-# %% ../nbs/01_pairs.ipynb #3fd20e56
-def _uniform(shape, low: float, high: float, generator: torch.Generator | None) -> Tensor:
-    return low + (high - low) * torch.rand(shape, generator=generator)
-
-def sample_crop_boxes(
-    n: int, # number of boxes
-    scale: tuple[float, float] = (0.08, 1.0), # range of a box's area, as a fraction of the image's area
-    ratio: tuple[float, float] = (3 / 4, 4 / 3), # range of a box's aspect ratio (width / height), drawn log-uniformly
-    generator: torch.Generator | None = None, # CPU generator of the draws; None: torch's global one
-    tries: int = 10, # draws per box before falling back to the whole image
-) -> Tensor: # (n, 4) boxes (x0, y0, x1, y1) as fractions of a square image's width and height
-    "Random crop boxes drawn as `RandomResizedCrop` draws them, for square images."
-    area = _uniform((n, tries), scale[0], scale[1], generator)
-    aspect = _uniform((n, tries), math.log(ratio[0]), math.log(ratio[1]), generator).exp()
-    w, h = torch.sqrt(area * aspect), torch.sqrt(area / aspect)
-    fits = (w <= 1) & (h <= 1)
-    first = fits.int().argmax(1, keepdim=True)  # the first try that fits (0 when none does)
-    w = torch.where(fits.any(1), w.gather(1, first)[:, 0], 1.0)
-    h = torch.where(fits.any(1), h.gather(1, first)[:, 0], 1.0)
-    x0, y0 = torch.rand(n, generator=generator) * (1 - w), torch.rand(n, generator=generator) * (1 - h)
-    return torch.stack([x0, y0, x0 + w, y0 + h], 1)
-
-# %% ../nbs/01_pairs.ipynb #ac13b6ed
-def _rgb_batch(images: Tensor, channels: int | None = 3) -> Tensor:
-    "A float (N, C, H, W) batch, or a ValueError."
-    if not isinstance(images, Tensor) or images.ndim != 4:
-        raise ValueError(f"images must be a (N, C, H, W) tensor, got {getattr(images, 'shape', type(images))}")
-    if channels is not None and images.shape[1] != channels:
-        raise ValueError(f"images must have {channels} (RGB) channels, got {images.shape[1]}")
-    if images.dtype != torch.uint8 and not images.is_floating_point():
-        raise ValueError(f"images must be float in [0, 1] or uint8, got {images.dtype}")
-    return as_float_images(images) if images.dtype == torch.uint8 else images
-
-def resized_crop(
-    images: Tensor, # (N, C, H, W) float
-    boxes: Tensor, # (N, 4) one box (x0, y0, x1, y1) per image, as fractions of the width and height
-    size: int, # output height and width
-    flip: Tensor | None = None, # (N,) bool: mirror these crops left to right
-) -> Tensor: # (N, C, size, size)
-    "Cut a different box out of each image and resize it to `size` × `size` (bilinear), optionally mirrored."
-    images = _rgb_batch(images, channels=None)
-    if boxes.shape != (len(images), 4): raise ValueError(f"boxes must be ({len(images)}, 4), got {tuple(boxes.shape)}")
-    x0, y0, x1, y1 = boxes.to(images).unbind(1)
-    mirror = 1.0 if flip is None else 1 - 2 * flip.to(images)
-    theta = torch.zeros(len(images), 2, 3, dtype=images.dtype, device=images.device)
-    # affine_grid maps output coordinates in [-1, 1] to input coordinates in [-1, 1]: scale by the box, shift to its centre.
-    theta[:, 0, 0], theta[:, 0, 2] = (x1 - x0) * mirror, x0 + x1 - 1
-    theta[:, 1, 1], theta[:, 1, 2] = y1 - y0, y0 + y1 - 1
-    grid = F.affine_grid(theta, [len(images), images.shape[1], size, size], align_corners=False)
-    return F.grid_sample(images, grid, mode='bilinear', padding_mode='border', align_corners=False)
-
-# %% ../nbs/01_pairs.ipynb #77414493
-_LUMA = (0.2989, 0.587, 0.114)  # ITU-R 601 weights, as torchvision's grayscale uses
-
-def grayscale(
-    images: Tensor, # (N, 3, H, W) float RGB
-) -> Tensor: # (N, 3, H, W): the luma, repeated in the three channels
-    "Grayscale images that keep three channels."
-    weights = torch.tensor(_LUMA, dtype=images.dtype, device=images.device)
-    return (images * weights[:, None, None]).sum(-3, keepdim=True).expand_as(images)
-
-def _rgb_to_hsv(images: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    "Hue in [0, 1), saturation and value, each (N, H, W)."
-    value, brightest = images.max(-3)
-    chroma = value - images.min(-3).values
-    r, g, b = images.unbind(-3)
-    safe = torch.where(chroma > 0, chroma, torch.ones_like(chroma))
-    # The hue's sextant is set by the brightest channel; within it, the difference of the other two.
-    hue = torch.where(brightest == 0, ((g - b) / safe) % 6, torch.where(brightest == 1, (b - r) / safe + 2, (r - g) / safe + 4))
-    hue = torch.where(chroma > 0, hue / 6, torch.zeros_like(hue))
-    saturation = torch.where(value > 0, chroma / torch.where(value > 0, value, torch.ones_like(value)), torch.zeros_like(value))
-    return hue, saturation, value
-
-def _hsv_to_rgb(hue: Tensor, saturation: Tensor, value: Tensor) -> Tensor:
-    # Channel c loses a share of the chroma that ramps with the hue's distance from c's primary (offsets 5, 3, 1 sextants).
-    k = (torch.tensor([5.0, 3.0, 1.0], dtype=hue.dtype, device=hue.device)[:, None, None] + 6 * hue[:, None]) % 6
-    return value[:, None] * (1 - saturation[:, None] * torch.minimum(k, 4 - k).clamp(0, 1))
-
-def adjust_colour(
-    images: Tensor, # (N, 3, H, W) float RGB in [0, 1]
-    brightness: Tensor, # (N,) factors: 1 keeps the image, 0 makes it black
-    contrast: Tensor, # (N,) factors: 1 keeps the image, 0 makes it a flat grey at its mean luma
-    saturation: Tensor, # (N,) factors: 1 keeps the image, 0 makes it grayscale
-    hue: Tensor, # (N,) shifts of the hue, as a fraction of the colour circle, in [-0.5, 0.5]
-) -> Tensor: # (N, 3, H, W) in [0, 1]
-    "Per-image brightness, contrast, saturation and hue changes, in that order, each as torchvision defines it."
-    images = _rgb_batch(images)
-    per_image = lambda t: torch.as_tensor(t).to(images).reshape(-1, 1, 1, 1)
-    b, c, s = per_image(brightness), per_image(contrast), per_image(saturation)
-    out = (images * b).clamp(0, 1)
-    out = (c * out + (1 - c) * grayscale(out).mean((-3, -2, -1), keepdim=True)).clamp(0, 1)
-    out = (s * out + (1 - s) * grayscale(out)).clamp(0, 1)
-    h, sat, val = _rgb_to_hsv(out)
-    return _hsv_to_rgb((h + per_image(hue)[:, 0]) % 1, sat, val)
-
-# %% ../nbs/01_pairs.ipynb #4452ec88
-def gaussian_blur(
-    images: Tensor, # (N, C, H, W) float
-    sigma: Tensor, # (N,) standard deviation of each image's blur, in pixels
-    kernel_size: int, # odd width of the kernel, smaller than twice the image's height and width
-) -> Tensor: # (N, C, H, W)
-    "Blur each image with its own Gaussian: separable, with reflected borders."
-    images = _rgb_batch(images, channels=None)
-    n, c, h, w = images.shape
-    half = kernel_size // 2
-    if kernel_size < 1 or kernel_size % 2 == 0 or half >= min(h, w):
-        raise ValueError(f"kernel_size must be odd and smaller than twice the image size {h}×{w}, got {kernel_size}")
-    offsets = torch.arange(-half, half + 1, dtype=images.dtype, device=images.device)
-    kernel = torch.exp(-0.5 * (offsets / sigma.to(images)[:, None]) ** 2)
-    kernel = (kernel / kernel.sum(1, keepdim=True)).repeat_interleave(c, 0)  # one kernel per (image, channel)
-    flat = images.reshape(1, n * c, h, w)
-    flat = F.conv2d(F.pad(flat, (half, half, 0, 0), mode='reflect'), kernel[:, None, None, :], groups=n * c)
-    flat = F.conv2d(F.pad(flat, (0, 0, half, half), mode='reflect'), kernel[:, None, :, None], groups=n * c)
-    return flat.reshape(n, c, h, w)
-
-# %% ../nbs/01_pairs.ipynb #ab4a22e9
-def augment_batch(
-    images: Tensor, # (N, 3, H, W) float in [0, 1] or uint8, on any device
-    policy: AugmentationPolicy = AugmentationPolicy(), # what to draw
-    generator: torch.Generator | None = None, # CPU generator of the random parameters; None: torch's global one
-) -> Tensor: # (N, 3, size, size) float in [0, 1], on the images' device
-    "One random view of every image in a batch, each with its own crop, flip, colour jitter, grayscale and blur."
-    images = _rgb_batch(images)
-    n, s, device = len(images), policy.jitter_strength, images.device
-    draw = lambda low, high: _uniform(n, low, high, generator)
-    # Which images take a step, as indices; drawn on the CPU, so choosing them never waits for the device.
-    chosen = lambda p: (torch.rand(n, generator=generator) < p).nonzero().squeeze(1).to(device)
-    boxes = sample_crop_boxes(n, policy.scale, policy.ratio, generator)
-    flip = torch.rand(n, generator=generator) < policy.flip_p
-    out = resized_crop(images, boxes.to(device), policy.size, flip=flip.to(device))
-    factors = [draw(max(0.0, 1 - 0.8 * s), 1 + 0.8 * s) for _ in range(3)] + [draw(-0.2 * s, 0.2 * s)]
-    sigma = draw(*policy.blur_sigma)
-    # Every draw above happens whatever the outcomes, so a seed always gives the same views.
-    if len(k := chosen(policy.jitter_p)): out[k] = adjust_colour(out[k], *(f.to(device)[k] for f in factors))
-    if len(k := chosen(policy.grayscale_p)): out[k] = grayscale(out[k])
-    if len(k := chosen(policy.blur_p)): out[k] = gaussian_blur(out[k], sigma.to(device)[k], policy.blur_kernel)
-    # Interpolation and blur weights sum to 1 only up to rounding: clamp, so the promised range holds exactly.
-    return out.clamp_(0, 1)
-
-# %% ../nbs/01_pairs.ipynb #7dad331c
-def object_kept(
-    masks: Tensor, # (N, H, W) fraction of each pixel covered by the object
-    boxes: Tensor, # (N, 4) crop boxes (x0, y0, x1, y1) as fractions of the width and height
-) -> Tensor: # (N,) fraction of each object's area inside its box
-    "How much of each object a crop keeps, from the object's mask."
-    if masks.ndim != 3 or boxes.shape != (len(masks), 4):
-        raise ValueError(f"need masks (N, H, W) and boxes (N, 4), got {tuple(masks.shape)} and {tuple(boxes.shape)}")
-    total = masks.sum((1, 2))
-    if (total <= 0).any(): raise ValueError("an empty mask has no object to keep")
-    _, h, w = masks.shape
-    def overlap(low: Tensor, high: Tensor, pixels: int) -> Tensor:  # (N, pixels): share of each pixel in [low, high]
-        edges = torch.arange(pixels + 1, dtype=masks.dtype, device=masks.device) / pixels
-        return (torch.minimum(high[:, None], edges[1:]) - torch.maximum(low[:, None], edges[:-1])).clamp_min(0) * pixels
-    x0, y0, x1, y1 = boxes.to(masks).unbind(1)
-    return torch.einsum('nhw,nh,nw->n', masks, overlap(y0, y1, h), overlap(x0, x1, w)) / total
-
 # %% ../nbs/01_pairs.ipynb #eb532b04
-# Synonyms for the support-ticket domain. Words whose near-synonyms change the intent (cancel/delete, upgrade/update)
-# are left out on purpose.
+# Synonyms for the support-ticket domain. Words whose near-synonyms change the intent
+# (cancel/delete, upgrade/update) are left out on purpose.
 TICKET_SYNONYMS: dict[str, tuple[str, ...]] = {
-    'app': ('application',), 'account': ('profile',), 'notes': ('documents', 'pages'), 'note': ('document', 'page'),
-    'email': ('e-mail', 'mail'), 'phone': ('mobile', 'smartphone'), 'laptop': ('computer',), 'desktop': ('computer',),
-    'cancel': ('stop', 'end'), 'subscription': ('membership',), 'invoice': ('receipt', 'bill'),
-    'invoices': ('receipts', 'bills'), 'charged': ('billed',), 'billed': ('charged',), 'twice': ('two times', 'double'),
-    'refund': ('reimbursement', 'money back'), 'crashes': ('quits', 'closes unexpectedly'), 'slow': ('sluggish', 'laggy'),
-    'declined': ('rejected', 'refused'), 'rejected': ('declined',), 'locked': ('blocked',), 'login': ('sign-in',),
-    'delete': ('remove', 'erase'), 'remove': ('delete',), 'error': ('problem',), 'annual': ('yearly',),
-    'monthly': ('every month',), 'please': ('kindly',), 'want': ('would like',), 'need': ('require',),
+    'app': ('application',), 'account': ('profile',), 'notes': ('documents', 'pages'),
+    'note': ('document', 'page'), 'email': ('e-mail', 'mail'), 'phone': ('mobile', 'smartphone'),
+    'laptop': ('computer',), 'desktop': ('computer',), 'cancel': ('stop', 'end'),
+    'subscription': ('membership',), 'invoice': ('receipt', 'bill'),
+    'invoices': ('receipts', 'bills'), 'charged': ('billed',), 'billed': ('charged',),
+    'twice': ('two times', 'double'), 'refund': ('reimbursement', 'money back'),
+    'crashes': ('quits', 'closes unexpectedly'), 'slow': ('sluggish', 'laggy'),
+    'declined': ('rejected', 'refused'), 'rejected': ('declined',), 'locked': ('blocked',),
+    'login': ('sign-in',), 'delete': ('remove', 'erase'), 'remove': ('delete',),
+    'error': ('problem',), 'annual': ('yearly',), 'monthly': ('every month',),
+    'please': ('kindly',), 'want': ('would like',), 'need': ('require',),
 }
 
 # %% ../nbs/01_pairs.ipynb #3e916770
 _WORD = re.compile(r"^(\W*)(.*?)(\W*)$")
 
 def _generator(rng: int | np.random.Generator) -> np.random.Generator:
+    "A numpy generator: `rng` itself, or a fresh one seeded with the integer `rng`."
     if isinstance(rng, np.random.Generator): return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool): return np.random.default_rng(rng)
-    raise ValueError(f"rng must be an integer seed or a numpy.random.Generator, got {type(rng).__name__}")
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(check_int(rng, 'rng', low=0))
+    raise TypeError(f"rng must be a non-negative integer seed or a numpy.random.Generator, "
+                    f"got {type(rng).__name__}")
 
-def _check(text: str, p: float, name: str) -> None:
-    if not isinstance(text, str): raise ValueError(f"text must be a string, got {type(text).__name__}")
-    if not 0 <= p <= 1: raise ValueError(f"{name} must lie in [0, 1], got {p}")
+def _check_text_args(text: str, p: float, name: str) -> float:
+    "Check a text view's text (a string) and its probability or fraction `p`."
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    return check_probability(p, name)
 
 def delete_words(
     text: str, # the text to rewrite
     p: float = 0.1, # probability of dropping each word
-    rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a reproducible stream)
+    rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a stream)
 ) -> str: # the text with some words dropped; at least one word is kept
     "Word deletion: drop each word with probability `p`."
-    _check(text, p, 'p')
+    p = _check_text_args(text, p, 'p')
     words, rng = text.split(), _generator(rng)
     if not words: return text
     keep = rng.random(len(words)) >= p
@@ -380,16 +144,17 @@ def delete_words(
 def replace_synonyms(
     text: str, # the text to rewrite
     p: float = 0.5, # probability of replacing each word that has synonyms
-    rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a reproducible stream)
+    rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a stream)
     synonyms: dict[str, tuple[str, ...]] = TICKET_SYNONYMS, # lower-case word -> its replacements
 ) -> str: # the text with some words replaced
     "Synonym replacement from a table, keeping each word's punctuation and initial capital."
-    _check(text, p, 'p')
+    p = _check_text_args(text, p, 'p')
     rng, out = _generator(rng), []
     for word in text.split():
         lead, core, trail = _WORD.match(word).groups()
         options = synonyms.get(core.lower(), ())
-        # Two draws for every word, replaceable or not, so that editing the table changes only the words it touches.
+        # Two draws for every word, replaceable or not: editing the table changes only the
+        # words it touches.
         replace, pick = rng.random(2)
         if replace < p and options:
             new = options[int(pick * len(options))]
@@ -400,11 +165,13 @@ def replace_synonyms(
 def mask_span(
     text: str, # the text to rewrite
     fraction: float = 0.15, # share of the words to hide (at least one word)
-    rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a reproducible stream)
+    rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a stream)
     mask: str = '[MASK]', # what replaces each hidden word
 ) -> str: # the text with one contiguous span of words replaced by `mask`
     "Span masking: hide one run of consecutive words, each replaced by the mask token."
-    _check(text, fraction, 'fraction')
+    fraction = _check_text_args(text, fraction, 'fraction')
+    if not isinstance(mask, str):
+        raise TypeError(f"mask must be a string, got {type(mask).__name__}")
     words, rng = text.split(), _generator(rng)
     if not words: return text
     length = max(1, round(fraction * len(words)))
@@ -413,66 +180,33 @@ def mask_span(
 
 def ticket_view(
     text: str, # a support ticket
-    rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a reproducible stream)
+    rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a stream)
 ) -> str: # one random rewording
     "One random view of a ticket: synonym replacement, then word deletion, then span masking."
     rng = _generator(rng)
     return mask_span(delete_words(replace_synonyms(text, 0.5, rng), 0.1, rng), 0.15, rng)
 
-# %% ../nbs/01_pairs.ipynb #0b1f7e1f
-def _bounce(start: Tensor, travel: Tensor, low: Tensor, high: Tensor) -> Tensor:
-    "Position after moving `travel` from `start` between walls at `low` and `high`, reflecting off them."
-    span = high - low
-    folded = (start - low + travel) % (2 * span)
-    return low + torch.where(folded <= span, folded, 2 * span - folded)
-
-def make_moving_shapes(
-    n_sequences: int = 8, # number of clips
-    n_frames: int = 16, # frames per clip
-    size: int = 32, # height and width in pixels
-    speed: float = 0.04, # distance moved per frame, as a fraction of the image size
-    spin: float = 0.15, # rotation per frame, in radians
-    seed: int = 0, # same seed, same clips
-    noise: float = 0.03, # standard deviation of the per-pixel Gaussian noise
-) -> ImageDataset: # clip by clip, frame by frame; factors gain `sequence` and `time` (the frame index)
-    "Short Shapes clips: one object per clip moves in a straight line, bouncing off the edges, and turns."
-    if n_sequences < 1 or n_frames < 1: raise ValueError(f"need at least one clip of one frame, got {n_sequences} × {n_frames}")
-    g = torch.Generator().manual_seed(seed)
-    shape = torch.randint(len(SHAPE_NAMES), (n_sequences,), generator=g)
-    colour = torch.randint(len(COLOURS), (n_sequences,), generator=g)
-    scale = _uniform(n_sequences, 0.18, 0.28, g)
-    x0, y0 = (_uniform(n_sequences, 0, 1, g) * (1 - 2 * scale) + scale for _ in range(2))
-    heading, rotation0 = _uniform(n_sequences, 0, 2 * math.pi, g), _uniform(n_sequences, 0, 2 * math.pi, g)
-    background = _uniform(n_sequences, 0, 0.35, g)
-    t = torch.arange(n_frames, dtype=torch.float32)
-    seq = torch.arange(n_sequences).repeat_interleave(n_frames)
-    step = lambda per_seq: per_seq.repeat_interleave(n_frames)
-    travel = speed * t.repeat(n_sequences)
-    lo, hi = step(scale), 1 - step(scale)
-    factors = pd.DataFrame({
-        'sequence': seq.numpy(), 'time': t.repeat(n_sequences).long().numpy(),
-        'shape_name': np.array(SHAPE_NAMES)[step(shape).numpy()], 'colour_name': np.array(list(COLOURS))[step(colour).numpy()],
-        'x': _bounce(step(x0), travel * step(torch.cos(heading)), lo, hi).numpy(),
-        'y': _bounce(step(y0), travel * step(torch.sin(heading)), lo, hi).numpy(),
-        'scale': step(scale).numpy(), 'rotation': (step(rotation0) + spin * t.repeat(n_sequences)).numpy(),
-        'background': step(background).numpy()})
-    return render_shapes(factors, size=size, noise=noise, seed=seed)
-
 # %% ../nbs/01_pairs.ipynb #789c9c95
 def temporal_pair_masks(
     times: Tensor, # (N,) time of each frame, in any unit (frame indices keep the window exact)
     window: float, # frames at most this far apart in time are positives
-    sequence_ids: Tensor | None = None, # (N,) integer id of each frame's sequence; None: all frames come from one
+    sequence_ids: Tensor | None = None, # (N,) integer id of each frame's sequence; None: all in one
 ) -> tuple[Tensor, Tensor]: # (positive, negative), each (N, N) bool and False on the diagonal
-    "Temporal pairs: other frames of the same sequence within `window` are positives; every other pair is negative."
-    times = torch.as_tensor(times)
-    if times.ndim != 1: raise ValueError(f"times must be a 1-D tensor with one time per frame, got shape {tuple(times.shape)}")
-    if times.dtype == torch.bool or times.is_complex(): raise ValueError(f"times must be real numbers, got {times.dtype}")
-    if not times.is_floating_point(): times = times.long()  # small unsigned types would wrap around when subtracted
-    if torch.isnan(times).any(): raise ValueError("times contains NaN")
-    if not window >= 0: raise ValueError(f"window must be a non-negative number, got {window}")
-    sequence = torch.zeros(len(times), dtype=torch.long, device=times.device) if sequence_ids is None else _as_ids(sequence_ids, 'sequence_ids')
-    if len(sequence) != len(times): raise ValueError(f"sequence_ids has {len(sequence)} entries for {len(times)} times")
+    "Temporal pairs: other frames of one sequence within `window` are positives; others negative."
+    if not isinstance(times, Tensor): times = torch.as_tensor(np.asarray(times))
+    check_tensor(times, 'times', ndim=1)
+    if times.dtype == torch.bool or times.is_complex():
+        raise TypeError(f"times must be real numbers, got {times.dtype}")
+    if not times.is_floating_point(): times = times.long()  # small unsigned types would wrap around
+    elif not torch.isfinite(times).all(): raise ValueError("times contains NaN or inf")
+    else: times = times.double()  # differences of half-precision times would round
+    window = check_number(window, 'window', low=0.0)
+    if sequence_ids is None:
+        sequence = torch.zeros(len(times), dtype=torch.long, device=times.device)
+    else:
+        sequence = _as_ids(sequence_ids, 'sequence_ids').to(times.device)
+    if len(sequence) != len(times):
+        raise ValueError(f"sequence_ids has {len(sequence)} entries for {len(times)} times")
     itself = torch.eye(len(times), dtype=torch.bool, device=times.device)
     close = (times[:, None] - times[None, :]).abs() <= window
     positive = close & (sequence[:, None] == sequence[None, :]) & ~itself
@@ -486,6 +220,7 @@ def position_phrase(
     y: float, # vertical position, a fraction of the height (0 = top edge)
 ) -> str: # e.g. 'in the upper left', 'at the top', 'on the right', 'in the centre'
     "Where in a 3 × 3 grid of the image a point lies, in words."
+    x, y = check_number(x, 'x', 0.0, 1.0), check_number(y, 'y', 0.0, 1.0)
     row, column = min(int(3 * y), 2), min(int(3 * x), 2)
     if row == 1: return 'in the centre' if column == 1 else f'on the {_COLUMNS[column]}'
     if column == 1: return f"at the {'top' if row == 0 else 'bottom'}"
@@ -495,38 +230,51 @@ def shape_captions(
     factors: pd.DataFrame, # Shapes factors with colour_name, shape_name, x and y
 ) -> list[str]: # one caption per row, e.g. 'a red circle in the upper left'
     "A caption for each Shapes image, from its colour, shape and position."
+    if not isinstance(factors, pd.DataFrame):
+        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
     missing = [c for c in ('colour_name', 'shape_name', 'x', 'y') if c not in factors.columns]
     if missing: raise ValueError(f"factors lacks the columns {missing}")
-    return [f"a {c} {s} {position_phrase(x, y)}" for c, s, x, y in zip(factors.colour_name, factors.shape_name, factors.x, factors.y)]
+    rows = zip(factors.colour_name, factors.shape_name, factors.x, factors.y)
+    return [f"a {c} {s} {position_phrase(x, y)}" for c, s, x, y in rows]
 
 # %% ../nbs/01_pairs.ipynb #aae9b14e
-def _check_batch(batch_size: int, n_classes: int, dataset_size: int | None) -> None:
-    if batch_size < 1 or n_classes < 1: raise ValueError(f"need batch_size >= 1 and n_classes >= 1, got {batch_size}, {n_classes}")
-    if dataset_size is not None and (dataset_size % n_classes or dataset_size < batch_size):
-        raise ValueError(f"dataset_size must be a multiple of n_classes (balanced) and at least batch_size, got {dataset_size}")
+def _check_batch(batch_size, n_classes, dataset_size) -> tuple[int, int, int | None]:
+    "Positive ints; a dataset (if any) that is balanced over the classes and holds a batch."
+    batch_size = check_positive_int(batch_size, 'batch_size')
+    n_classes = check_positive_int(n_classes, 'n_classes')
+    if dataset_size is not None:
+        dataset_size = check_positive_int(dataset_size, 'dataset_size')
+        if dataset_size % n_classes or dataset_size < batch_size:
+            raise ValueError(f"dataset_size must be a multiple of n_classes (balanced) and at "
+                             f"least batch_size, got {dataset_size}")
+    return batch_size, n_classes, dataset_size
 
 def expected_false_negatives(
     batch_size: int, # B sources per batch
     n_classes: int, # C balanced classes
     n_views: int = 1, # V views per source
-    dataset_size: int | None = None, # N: draw the batch without replacement from N samples, N/C per class; None: with replacement
+    dataset_size: int | None = None, # N: draw without replacement from N samples; None: with
 ) -> float: # expected number of the anchor's in-batch negatives that share its class
-    "Expected same-class ('false') negatives per anchor: V (B − 1) times the chance that another source shares the class."
-    _check_batch(batch_size, n_classes, dataset_size)
-    if n_views < 1: raise ValueError(f"n_views must be at least 1, got {n_views}")
-    same = 1 / n_classes if dataset_size is None else (dataset_size // n_classes - 1) / max(dataset_size - 1, 1)
+    "Expected same-class ('false') negatives per anchor: V (B − 1) × P(another source shares it)."
+    batch_size, n_classes, dataset_size = _check_batch(batch_size, n_classes, dataset_size)
+    n_views = check_positive_int(n_views, 'n_views')
+    if dataset_size is None: same = 1 / n_classes
+    else: same = (dataset_size // n_classes - 1) / max(dataset_size - 1, 1)
     return n_views * (batch_size - 1) * same
 
-def _log_choose(n: int, k: int) -> float: return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+def _log_choose(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 
 def chance_of_false_negative(
     batch_size: int, # B sources per batch
     n_classes: int, # C balanced classes
-    dataset_size: int | None = None, # N: draw the batch without replacement from N samples, N/C per class; None: with replacement
+    dataset_size: int | None = None, # N: draw without replacement from N samples; None: with
 ) -> float: # probability that an anchor has at least one same-class negative in its batch
     "Probability that at least one of the other B − 1 sources of a batch shares the anchor's class."
-    _check_batch(batch_size, n_classes, dataset_size)
+    batch_size, n_classes, dataset_size = _check_batch(batch_size, n_classes, dataset_size)
     if dataset_size is None: return 1 - (1 - 1 / n_classes) ** (batch_size - 1)
     others, same = dataset_size - 1, dataset_size // n_classes - 1
-    if batch_size - 1 > others - same: return 1.0  # not enough other-class samples to fill the batch
-    return 1 - math.exp(_log_choose(others - same, batch_size - 1) - _log_choose(others, batch_size - 1))
+    if batch_size - 1 > others - same: return 1.0  # too few other-class samples to fill a batch
+    # No false negative: all B − 1 batch mates come from the other classes.
+    log_none = _log_choose(others - same, batch_size - 1) - _log_choose(others, batch_size - 1)
+    return 1 - math.exp(log_none)

@@ -10,7 +10,8 @@ from torch.utils.data import DataLoader
 
 from contrastive_nb.data import (COLOURS, SHAPE_NAMES, TICKET_COLUMNS, DatasetNotFoundError, ImageDataset,
                                  as_float_images, inside_shape, load_cifar10, load_digits, load_stl10, load_tickets,
-                                 make_shapes, split_tickets, write_cifar10_fixture, write_stl10_fixture)
+                                 make_moving_shapes, make_shapes, render_shapes, show_grid, split_tickets,
+                                 write_cifar10_fixture, write_stl10_fixture)
 
 @pytest.fixture(scope='module')
 def shapes(): return make_shapes(600, size=32, seed=7)
@@ -82,14 +83,81 @@ def test_silhouettes_are_distinct():
     iou = (masks @ masks.T) / (masks.sum(1)[:, None] + masks.sum(1)[None] - masks @ masks.T)
     assert (iou - torch.eye(len(SHAPE_NAMES))).max() < 0.9
 
-@pytest.mark.parametrize('kwargs, message', [
-    (dict(n=0), 'n must be at least 1'), (dict(size=4), 'size must be at least 8'),
-    (dict(scale_range=(0.3, 0.6)), 'scale_range'), (dict(scale_range=(0.3, 0.2)), 'scale_range')])
-def test_make_shapes_rejects_bad_arguments(kwargs, message):
-    with pytest.raises(ValueError, match=message): make_shapes(**{'n': 4, **kwargs})
+@pytest.mark.parametrize('kwargs, error, message', [
+    (dict(n=0), ValueError, 'n must'), (dict(size=4), ValueError, 'size must be at least 8'),
+    (dict(scale_range=(0.3, 0.6)), ValueError, 'scale_range'), (dict(scale_range=(0.3, 0.2)), ValueError, 'scale_range'),
+    (dict(scale_range=(0.1, 0.2, 0.3)), ValueError, 'scale_range'), (dict(scale_range=0.2), TypeError, 'scale_range'),
+    (dict(n=True), TypeError, 'n must'), (dict(n=4.0), TypeError, 'n must'), (dict(size=32.0), TypeError, 'size'),
+    (dict(seed=1.5), TypeError, 'seed'), (dict(noise=-0.1), ValueError, 'noise'), (dict(noise=float('nan')), ValueError, 'noise'),
+    (dict(background_max=1.5), ValueError, 'background_max'), (dict(supersample=0), ValueError, 'supersample'),
+    (dict(chunk=0), ValueError, 'chunk')])
+def test_make_shapes_rejects_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message): make_shapes(**{'n': 4, **kwargs})
 
 def test_unknown_silhouette_is_named():
     with pytest.raises(ValueError, match="unknown shape 'blob'"): inside_shape('blob', torch.zeros(1), torch.zeros(1))
+    with pytest.raises(TypeError): inside_shape(3, torch.zeros(1), torch.zeros(1))
+    with pytest.raises(TypeError): inside_shape('circle', torch.zeros(1, dtype=torch.long), torch.zeros(1))
+
+# --- rendering chosen factors, and clips ----------------------------------------------------------------------------
+
+def test_make_shapes_is_draw_factors_then_render():
+    ref = make_shapes(40, size=24, seed=2, noise=0.0)
+    redrawn = render_shapes(ref.factors, size=24)
+    assert torch.equal(redrawn.images, ref.images) and torch.equal(redrawn.masks, ref.masks)
+    assert torch.equal(redrawn.labels, ref.labels) and redrawn.factors.equals(ref.factors)
+    # With noise, the same generator stream continues after the factor draws.
+    noisy = make_shapes(40, size=24, seed=2)
+    assert not torch.equal(noisy.images, ref.images) and torch.equal(noisy.masks, ref.masks)
+
+def test_render_shapes_does_not_depend_on_chunking():
+    f = make_shapes(70, seed=3).factors
+    assert torch.equal(render_shapes(f, noise=0.05, seed=1, chunk=16).images,
+                       render_shapes(f, noise=0.05, seed=1, chunk=512).images)
+
+def test_render_shapes_draws_a_chosen_scene():
+    table = pd.DataFrame({'shape_name': ['circle'], 'colour_name': ['red'], 'x': [0.5], 'y': [0.25],
+                          'scale': [0.2], 'rotation': [0.0], 'background': [0.1]})
+    ds = render_shapes(table, size=32)
+    assert ds.labels.tolist() == [0] and ds.factors.colour.tolist() == [0]
+    m = ds.masks[0]
+    ys, xs = torch.meshgrid((torch.arange(32) + 0.5) / 32, (torch.arange(32) + 0.5) / 32, indexing='ij')
+    assert abs((m * xs).sum() / m.sum() - 0.5) < 0.01 and abs((m * ys).sum() / m.sum() - 0.25) < 0.01
+    assert torch.allclose(ds.images[0, :, 16, 16], torch.tensor([0.10, 0.10, 0.10]), atol=1e-6)  # background
+    assert torch.allclose(ds.images[0, :, 8, 16], torch.tensor([0.90, 0.10, 0.10]), atol=1e-6)  # the red circle
+    assert len(render_shapes(table.iloc[:0])) == 0
+
+@pytest.mark.parametrize('change, error', [
+    (lambda f: f.assign(colour_name='mauve'), ValueError), (lambda f: f.drop(columns='rotation'), ValueError),
+    (lambda f: f.assign(x=float('nan')), ValueError), (lambda f: f.assign(scale=0.0), ValueError),
+    (lambda f: f.assign(y='top'), TypeError), (lambda f: f.to_dict(), TypeError)])
+def test_render_shapes_rejects_bad_factors(change, error):
+    with pytest.raises(error): render_shapes(change(make_shapes(4, seed=0).factors))
+
+def test_render_shapes_rejects_bad_options():
+    f = make_shapes(4, seed=0).factors
+    for kwargs, error in ((dict(size=0), ValueError), (dict(size=8.0), TypeError), (dict(noise=-1.0), ValueError),
+                          (dict(seed=0.5), TypeError), (dict(chunk=0), ValueError)):
+        with pytest.raises(error): render_shapes(f, **kwargs)
+
+def test_moving_shapes_move_within_the_image_and_keep_their_identity():
+    clips = make_moving_shapes(n_sequences=6, n_frames=20, speed=0.05, seed=4)
+    f = clips.factors
+    assert len(clips) == 120 and f.sequence.tolist() == [s for s in range(6) for _ in range(20)]
+    assert f.time.tolist() == list(range(20)) * 6
+    for c in ('x', 'y'): assert ((f[c] - f.scale) >= -1e-6).all() and ((f[c] + f.scale) <= 1 + 1e-6).all()
+    assert (f.groupby('sequence')[['shape_name', 'colour_name', 'scale', 'background']].nunique() == 1).all().all()
+    step = np.hypot(f.x.diff(), f.y.diff())[f.time > 0]
+    assert (step <= 0.05 + 1e-5).all() and step.mean() > 0.03
+    turn = f.rotation.diff()[f.time > 0]
+    assert np.allclose(turn, 0.15, atol=1e-5)
+    assert torch.equal(make_moving_shapes(2, 3, seed=1).images, make_moving_shapes(2, 3, seed=1).images)
+
+@pytest.mark.parametrize('kwargs, error', [(dict(n_sequences=0), ValueError), (dict(n_frames=0), ValueError),
+                                           (dict(n_sequences=2.0), TypeError), (dict(speed=-0.1), ValueError),
+                                           (dict(spin=float('inf')), ValueError), (dict(seed='a'), TypeError)])
+def test_moving_shapes_reject_bad_arguments(kwargs, error):
+    with pytest.raises(error): make_moving_shapes(**{'n_sequences': 2, 'n_frames': 3, **kwargs})
 
 # --- the common interface ---------------------------------------------------------------------------------------
 
@@ -104,6 +172,25 @@ def test_subset_keeps_factors_and_masks_aligned(shapes):
     assert torch.equal(sub.images, shapes.images[[5, 1, 9]]) and torch.equal(sub.masks, shapes.masks[[5, 1, 9]])
     assert sub.factors.x.tolist() == shapes.factors.x.iloc[[5, 1, 9]].tolist() and list(sub.factors.index) == [0, 1, 2]
 
+def test_subset_takes_a_boolean_mask_as_a_mask(shapes):
+    "labels >= 2 selects those rows; read as integers it would silently give rows 0 and 1."
+    mask = shapes.labels >= 2
+    sub = shapes.subset(mask)
+    assert len(sub) == int(mask.sum()) and (sub.labels >= 2).all()
+    assert torch.equal(sub.images, shapes.images[mask]) and sub.factors.x.tolist() == shapes.factors.x[mask.numpy()].tolist()
+    assert len(shapes.subset(mask.numpy())) == len(sub)  # a numpy mask too
+    assert len(shapes.subset(torch.zeros(len(shapes), dtype=torch.bool))) == 0
+
+@pytest.mark.parametrize('index, error', [
+    (torch.tensor([True, False]), ValueError), (torch.tensor([0, 600]), ValueError), (torch.tensor([-1]), ValueError),
+    (torch.tensor([0.0, 1.0]), TypeError), (torch.tensor([[0, 1]]), ValueError), ([0.5], TypeError)])
+def test_subset_rejects_bad_indices(shapes, index, error):
+    with pytest.raises(error): shapes.subset(index)
+
+def test_subset_accepts_numpy_lists_and_empty(shapes):
+    assert len(shapes.subset(np.array([1, 2]))) == 2 and len(shapes.subset([])) == 0
+    assert shapes.subset(torch.tensor([3, 3], dtype=torch.int32)).labels.tolist() == [int(shapes.labels[3])] * 2
+
 def test_uint8_images_become_floats_in_unit_range():
     raw = torch.tensor([[[[0, 255], [128, 1]]]], dtype=torch.uint8)
     assert torch.allclose(as_float_images(raw), raw.float() / 255)
@@ -112,9 +199,62 @@ def test_uint8_images_become_floats_in_unit_range():
 
 @pytest.mark.parametrize('images, labels, error', [
     (torch.rand(4, 8, 8), torch.arange(4), ValueError), (torch.rand(4, 1, 8, 8), torch.arange(3), ValueError),
-    (torch.zeros(4, 1, 8, 8, dtype=torch.int32), torch.arange(4), TypeError)])
+    (torch.zeros(4, 1, 8, 8, dtype=torch.int32), torch.arange(4), TypeError),
+    (torch.rand(4, 1, 8, 8), torch.tensor([0.0, 1.0, 2.0, 3.0]), TypeError),
+    (torch.rand(4, 1, 8, 8), torch.tensor([True, False, True, False]), TypeError),
+    (torch.rand(4, 1, 8, 8), torch.tensor([0, 1, 2, 4]), ValueError), (torch.rand(4, 1, 8, 8), torch.tensor([0, 1, 2, -2]), ValueError),
+    (torch.rand(4, 1, 8, 8) * float('nan'), torch.arange(4), ValueError), (torch.rand(4, 1, 8, 8) * 2, torch.arange(4), ValueError),
+    (np.zeros((4, 1, 8, 8)), torch.arange(4), TypeError)])
 def test_image_dataset_rejects_inconsistent_inputs(images, labels, error):
     with pytest.raises(error): ImageDataset(images, labels, list('abcd'))
+
+def test_image_dataset_checks_factors_masks_and_classes():
+    images = torch.rand(2, 3, 4, 4)
+    with pytest.raises(TypeError): ImageDataset(images, [0, 1], 'ab')
+    with pytest.raises(TypeError): ImageDataset(images, [0, 1], ['a', 'b'], factors={'x': [1, 2]})
+    with pytest.raises(ValueError): ImageDataset(images, [0, 1], ['a', 'b'], factors=pd.DataFrame({'x': [1]}))
+    with pytest.raises(ValueError): ImageDataset(images, [0, 1], ['a', 'b'], masks=torch.rand(2, 4, 5))
+    with pytest.raises(TypeError): ImageDataset(images, [0, 1], ['a', 'b'], masks=torch.ones(2, 4, 4, dtype=torch.long))
+    ds = ImageDataset(images.to(memory_format=torch.channels_last), np.array([0, -1]), ['a', 'b'])
+    assert torch.equal(ds[0][0], images[0]) and ds.labels.tolist() == [0, -1]
+
+@pytest.mark.parametrize('dtype', [torch.int16, torch.int32, torch.int64, torch.bool])
+def test_as_float_images_refuses_integers_without_a_scale(dtype):
+    with pytest.raises(TypeError): as_float_images(torch.zeros(1, 3, 2, 2, dtype=dtype))
+
+def test_getitem_takes_only_int_indices(shapes):
+    assert torch.equal(shapes[np.int64(3)][0], shapes[3][0]) and torch.equal(shapes[-1][0], shapes[len(shapes) - 1][0])
+    for bad in (True, 2.5, float('nan')):
+        with pytest.raises(TypeError): shapes[bad]
+    with pytest.raises(IndexError): shapes[len(shapes)]  # what iteration relies on
+
+def test_inside_shape_checks_its_points():
+    with pytest.raises(ValueError, match='u contains NaN'): inside_shape('circle', torch.tensor([float('nan')]), torch.zeros(1))
+    with pytest.raises(ValueError, match='same shape'): inside_shape('circle', torch.zeros(2), torch.zeros(3))
+
+def test_load_tickets_names_a_bad_path():
+    with pytest.raises(TypeError, match='path'): load_tickets(3)
+
+def test_as_float_images_refuses_values_outside_the_unit_range():
+    for bad in (torch.tensor([[[[float("nan")]]]]), torch.tensor([[[[float("inf")]]]])):
+        with pytest.raises(ValueError): as_float_images(bad)
+
+def test_as_float_images_keeps_floats_and_upcasts_half():
+    x = torch.rand(1, 3, 2, 2)
+    assert torch.equal(as_float_images(x), x) and as_float_images(x.half()).dtype == torch.float32
+    with pytest.raises(TypeError): as_float_images(x.numpy())
+
+def test_show_grid_checks_its_input():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig = show_grid(torch.rand(3, 1, 8, 8), ['a', 'b', 'c'], ncols=2)
+    assert len(fig.axes) == 4
+    plt.close(fig)
+    with pytest.raises(ValueError): show_grid(torch.rand(3, 3, 8, 8), ['a', 'b'])
+    with pytest.raises(ValueError): show_grid(torch.rand(3, 2, 8, 8))
+    with pytest.raises(ValueError): show_grid(torch.rand(3, 8, 8))
+    with pytest.raises(ValueError): show_grid(torch.rand(3, 3, 8, 8), ncols=0)
 
 def test_digits():
     d = load_digits()
@@ -147,8 +287,15 @@ def test_ticket_split_is_deterministic_and_sized(tickets):
     assert a[1].equals(b[1]) and not a[1].equals(split_tickets(tickets, seed=2)[1])
     assert 0.15 < a[1].problem_id.nunique() / tickets.problem_id.nunique() < 0.35
 
-def test_ticket_split_rejects_bad_fraction(tickets):
-    with pytest.raises(ValueError, match='test_frac'): split_tickets(tickets, test_frac=0)
+@pytest.mark.parametrize('kwargs, error', [(dict(test_frac=0), ValueError), (dict(test_frac=1.0), ValueError),
+                                           (dict(test_frac=float('nan')), ValueError), (dict(test_frac='0.2'), TypeError),
+                                           (dict(seed=-1), ValueError), (dict(seed=0.5), TypeError)])
+def test_ticket_split_rejects_bad_arguments(tickets, kwargs, error):
+    with pytest.raises(error): split_tickets(tickets, **kwargs)
+
+def test_ticket_split_checks_the_table(tickets):
+    with pytest.raises(TypeError): split_tickets(tickets.to_dict())
+    with pytest.raises(ValueError, match='lacks'): split_tickets(tickets.drop(columns='intent'))
 
 def test_load_tickets_names_missing_columns(tmp_path):
     bad = tmp_path / 'bad.csv'
@@ -210,3 +357,8 @@ def test_failed_download_is_explained(tmp_path, monkeypatch):
 
 def test_stl10_rejects_unknown_split(tmp_path):
     with pytest.raises(ValueError, match="split must be"): load_stl10(tmp_path, split='validation')
+
+@pytest.mark.parametrize('call', [lambda p: write_cifar10_fixture(p, per_batch=0), lambda p: write_stl10_fixture(p, n=0),
+                                  lambda p: write_cifar10_fixture(p, seed=-1)])
+def test_fixture_writers_reject_bad_sizes(tmp_path, call):
+    with pytest.raises(ValueError): call(tmp_path)
