@@ -209,6 +209,7 @@ class MoCo(nn.Module):
         self.encoder_q, self.head_q = encoder, head
         self.encoder_k, self.head_k = copy.deepcopy(encoder), copy.deepcopy(head)
         for p in [*self.encoder_k.parameters(), *self.head_k.parameters()]: p.requires_grad_(False)
+        queue_size = check_positive_int(queue_size, 'queue_size')
         self.queue = MoCoQueue(queue_size, _output_dim(head), seed)
 
     def extra_repr(self) -> str:

@@ -180,7 +180,7 @@ def uniformity(
 ) -> Tensor:  # scalar in [−2tN/(N−1), 0]; 0 when all points coincide
     "Wang & Isola's uniformity: log of the mean of exp(−t‖x̂ᵢ − x̂ⱼ‖₂²) over distinct pairs."
     if len(_batch(x, 'x')) < 2:
-        raise ValueError(f"uniformity needs at least two embeddings to form a pair, got {len(x)}")
+        raise ValueError(f"x must hold at least two embeddings to form a pair, got {len(x)}")
     t = check_number(t, 't', low=0.0, low_open=True)
     n = len(x)
     u = _unit(x, 'x')
