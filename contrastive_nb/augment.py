@@ -21,8 +21,8 @@ from ._checks import (check_int, check_number, check_positive_int, check_probabi
 from .data import as_float_images
 
 # %% auto #0
-__all__ = ['AugmentationPolicy', 'simclr_transform', 'sample_crop_boxes', 'resized_crop', 'grayscale', 'adjust_colour',
-           'gaussian_blur', 'augment_batch', 'object_kept']
+__all__ = ['Interval', 'AugmentationPolicy', 'simclr_transform', 'sample_crop_boxes', 'resized_crop', 'grayscale',
+           'adjust_colour', 'gaussian_blur', 'augment_batch', 'object_kept']
 
 # %% ../nbs/augment.ipynb #5f5645ac
 def _check_range(
@@ -42,18 +42,20 @@ def _check_range(
     if lo > hi: raise ValueError(f"{name} must satisfy low <= high, got ({lo}, {hi})")
     return lo, hi
 
-@dataclass(frozen=True)
+Interval = tuple[float, float]  # (low, high)
+
+@dataclass(frozen=True, repr=False)
 class AugmentationPolicy:
     "A SimCLR-style image augmentation policy: read-only; change it with `replace`."
     size: int = 32 # output height and width in pixels
-    scale: tuple[float, float] = (0.08, 1.0) # range of the crop's area, a fraction of the image's
-    ratio: tuple[float, float] = (3 / 4, 4 / 3) # range of the crop's width / height (log-uniform)
+    scale: Interval = (0.08, 1.0) # range of the crop's area, a fraction of the image's
+    ratio: Interval = (3 / 4, 4 / 3) # range of the crop's width / height (log-uniform)
     flip_p: float = 0.5 # probability of a horizontal flip
     jitter_strength: float = 0.5 # s: brightness, contrast, saturation ± 0.8 s; hue ± 0.2 s
     jitter_p: float = 0.8 # probability of colour jitter
     grayscale_p: float = 0.2 # probability of grayscale
     blur_p: float = 0.5 # probability of a Gaussian blur
-    blur_sigma: tuple[float, float] = (0.1, 2.0) # range of the blur's standard deviation, in pixels
+    blur_sigma: Interval = (0.1, 2.0) # range of the blur's standard deviation, in pixels
 
     def __post_init__(self):
         checked = {
@@ -67,6 +69,12 @@ class AugmentationPolicy:
             checked[name] = check_probability(getattr(self, name), name)
         # A frozen dataclass is written once, here: store the checked values (tuples, floats).
         for name, value in checked.items(): object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        # Only the settings that differ from the defaults, as scikit-learn prints its estimators.
+        changed = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+                   if getattr(self, f.name) != f.default]
+        return f"AugmentationPolicy({', '.join(changed)})"
 
     def replace(self, **changes) -> AugmentationPolicy:
         "A copy of this policy with some settings changed, checked like a new one."

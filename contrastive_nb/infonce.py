@@ -235,8 +235,8 @@ def _check_training(pair_loss, parameters, images, epochs, batch_size, lr, weigh
     check_positive_int(epochs, 'epochs')
     check_positive_int(batch_size, 'batch_size')
     if min(batch_size, len(images)) < 2:
-        raise ValueError(f"images ({len(images)}) and batch_size ({batch_size}) must both be at least 2: "
-                         "a step contrasts a batch of sources, and BatchNorm needs two")
+        raise ValueError(f"images ({len(images)}) and batch_size ({batch_size}) must both be "
+                         "at least 2: a step contrasts a batch of sources, and BatchNorm needs two")
     check_number(lr, 'lr', low=0.0, low_open=True)
     check_number(weight_decay, 'weight_decay', low=0.0)
     check_int(seed, 'seed')

@@ -145,10 +145,14 @@ def replace_synonyms(
     text: str, # the text to rewrite
     p: float = 0.5, # probability of replacing each word that has synonyms
     rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a stream)
-    synonyms: dict[str, tuple[str, ...]] = TICKET_SYNONYMS, # lower-case word -> its replacements
+    synonyms: dict[str, tuple[str, ...]] | None = None, # word -> options; None: TICKET_SYNONYMS
 ) -> str: # the text with some words replaced
     "Synonym replacement from a table, keeping each word's punctuation and initial capital."
     p = _check_text_args(text, p, 'p')
+    synonyms = TICKET_SYNONYMS if synonyms is None else synonyms
+    if not isinstance(synonyms, dict):
+        raise TypeError("synonyms must be a dict of word -> replacements, "
+                        f"got {type(synonyms).__name__}")
     rng, out = _generator(rng), []
     for word in text.split():
         lead, core, trail = _WORD.match(word).groups()

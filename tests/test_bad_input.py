@@ -373,11 +373,11 @@ BUILDERS = {'data': _data, 'pairs': _pairs, 'augment': _augment, 'similarity': _
             'temperature': _temperature, 'memory_bank': _memory_bank, 'moco': _moco, 'models': _models,
             'evaluate': _evaluate, 'selfcheck': _selfcheck}
 
-# Public names that are constants or exception types: nothing to call.
+# Public names that are constants, type aliases or exception types: nothing to call.
 CONSTANTS = {'data': {'SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES',
                       'DatasetNotFoundError'},
              'pairs': {'TICKET_SYNONYMS'}, 'infonce': {'REDUCTIONS'}, 'moco': {'BUFFER_POLICIES'},
-             'models': {'NORMS'}}
+             'models': {'NORMS'}, 'augment': {'Interval'}}
 
 def module_exists(name: str) -> bool: return importlib.util.find_spec(f'contrastive_nb.{name}') is not None
 
