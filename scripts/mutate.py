@@ -4,7 +4,8 @@ For one module, every candidate mutant is a single change to one line of `contra
 flipped (`<` to `<=`, `==` to `!=`), an arithmetic operator swapped (`+` to `-`, `*` to `/`), a boolean constant or a
 small integer changed, `and`/`or` exchanged, a `not` dropped, a `return` value replaced by `None`, or a statement
 deleted. Each mutant is written into a copy of the package in a temporary folder, and the module's tests (the files
-named on the command line, or `tests/test_<module>.py`) run against that copy. A mutant is *killed* when the tests
+named on the command line, or by default `tests/test_<module>.py` and the module's entries in
+`tests/test_bad_input.py`) run against that copy. A mutant is *killed* when the tests
 fail; one that survives is a bug the tests would miss, or a change that does not alter behaviour (say which, and
 why, when you report it).
 
@@ -99,14 +100,15 @@ def main() -> int:
     ap.add_argument('--timeout', type=float, default=300)
     args = ap.parse_args()
     source_path = PACKAGE / f'{args.module}.py'
-    tests = args.tests or [f'tests/test_{args.module}.py']
+    # By default the module's own tests and its entries in the bad-input registry (-k selects both by name).
+    tests = args.tests or [f'tests/test_{args.module}.py', 'tests/test_bad_input.py', '-k', args.module]
     source = source_path.read_text()
     todo = mutants(source)
     total = len(todo)
     if args.sample and args.sample < total: todo = random.Random(args.seed).sample(todo, args.sample)
     with tempfile.TemporaryDirectory() as tmp:
         checkout = Path(tmp)
-        for name in ('contrastive_nb', 'tests', 'scripts', 'data', 'pyproject.toml'):
+        for name in ('contrastive_nb', 'tests', 'scripts', 'data', 'nbs', 'pyproject.toml'):
             src = ROOT / name
             if src.is_dir(): shutil.copytree(src, checkout / name, ignore=shutil.ignore_patterns('__pycache__'))
             else: shutil.copy(src, checkout / name)

@@ -324,3 +324,47 @@ def test_train_simclr_forwards_options_and_validates_its_own():
         train_simclr(lambda x: x, torch.nn.Identity(), images)
     with pytest.raises(ValueError, match='at least 2 images'):
         train_simclr(SmallCNN(width=4, blocks=1), torch.nn.Identity(), images[:1])
+
+# --- found by the mutation pass (scripts/mutate.py): each of these failed to notice a one-line bug ----------------
+
+def test_train_on_pairs_is_adam_on_the_loss():
+    "Same trajectory as a hand-written Adam loop: gradients are zeroed each step, every step is taken."
+    from contrastive_nb.infonce import train_on_pairs
+    w = torch.nn.Parameter(torch.zeros(()))
+    history = train_on_pairs(lambda a, b, g: (w - 3) ** 2, [w], torch.rand(6, 3, 8, 8), epochs=3, batch_size=2,
+                             lr=0.1, weight_decay=0.01, progress=False)
+    v = torch.nn.Parameter(torch.zeros(()))
+    adam = torch.optim.Adam([v], lr=0.1, weight_decay=0.01)
+    for _ in range(9):
+        adam.zero_grad()
+        ((v - 3) ** 2).backward()
+        adam.step()
+    assert history.step.tolist() == list(range(9)) and history.epoch.tolist() == [0] * 3 + [1] * 3 + [2] * 3
+    assert torch.allclose(w, v, atol=1e-6)
+
+def test_train_simclr_accepts_the_smallest_batch_and_dataset():
+    from contrastive_nb.infonce import train_simclr
+    from contrastive_nb.models import ProjectionHead, SmallCNN
+    torch.manual_seed(0)
+    encoder = SmallCNN(width=4, blocks=1)
+    history = train_simclr(encoder, ProjectionHead(encoder.feature_dim, 8, 4), torch.rand(2, 3, 8, 8),
+                           epochs=1, batch_size=2, progress=False)
+    assert len(history) == 1 and math.isfinite(history.loss.iloc[0])
+
+def test_a_cold_tensor_temperature_is_as_stable_as_a_float():
+    "τ = 0.005 puts logits near 200, past float32's exp range: the shift must be chosen from 1/τ."
+    z1, z2 = rand(6, 4, dtype=torch.float32), rand(6, 4, seed=1, dtype=torch.float32)
+    for chunk_size in (None, 2):
+        as_tensor = nt_xent(z1, z2, torch.tensor(0.005), chunk_size=chunk_size)
+        assert torch.isfinite(as_tensor) and torch.isclose(as_tensor, nt_xent(z1, z2, 0.005), rtol=1e-5)
+
+def test_chunked_rows_are_all_written():
+    "Each chunk writes its own slice of the result: no resized output, no row left as uninitialised memory."
+    import warnings
+    a, b = rand(7, 4) / 0.1, F.normalize(rand(9, 4, seed=1), dim=1)
+    expected = torch.logsumexp(a @ b.T, dim=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # torch warns when an `out=` tensor of the wrong size is resized
+        for chunk_size in (1, 2, 3, 6):
+            torch.full((7,), float('nan'))  # leave NaN in freed memory that torch.empty may reuse
+            assert torch.allclose(_row_logsumexp(a, b, 10.0, chunk_size=chunk_size), expected)
