@@ -509,7 +509,7 @@ def test_train_moco_is_reproducible():
     assert runs[0].loss.tolist() == runs[1].loss.tolist()
 
 @pytest.mark.parametrize('kwargs, error, match', [
-    ({'batch_size': 4}, ValueError, 'bn_splits'),
+    ({'batch_size': 4}, ValueError, 'at least 2 × bn_splits'),  # refused before the first step
     ({'batch_size': 64}, ValueError, 'at least batch_size'),
     ({'batch_size': 8.0}, TypeError, 'batch_size'),
     ({'batch_size': 0}, ValueError, 'batch_size'),
