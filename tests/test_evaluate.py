@@ -441,3 +441,11 @@ def test_probe_standardises_with_the_training_statistics():
     assert torch.allclose(train.mean(0), torch.zeros(3), atol=1e-6)
     assert torch.allclose(train.std(0, correction=0), torch.tensor([1.0, 1.0, 0.0]), atol=1e-6)
     assert torch.allclose(test, (x[:2] * 3 - x.mean(0)) / torch.where(x.std(0, correction=0) > 0, x.std(0, correction=0), 1.0))
+
+@pytest.mark.parametrize('output', [lambda x: x.flatten(1).mean(1), lambda x: x.flatten(1)[:1], lambda x: [x]])
+def test_embed_refuses_a_model_that_does_not_return_one_row_per_image(output):
+    "One number per image, too few rows, or not a tensor: a clear error, never an IndexError from flatten."
+    class Odd(nn.Module):
+        def forward(self, x): return output(x)
+    with pytest.raises(ValueError, match=r'must return a \(batch, \.\.\.\) tensor'):
+        embed(Odd(), torch.rand(3, 3, 4, 4), batch_size=3)

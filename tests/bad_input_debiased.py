@@ -1,0 +1,35 @@
+"""Bad-input registry of contrastive_nb.debiased (read by tests/test_bad_input.py)."""
+import torch
+from test_bad_input import Case, feats, _mod
+
+CONSTANTS = {'FN_MODES', 'SUPCON_VARIANTS'}
+
+def cases():
+    d = _mod('debiased')
+    flags = torch.tensor([[False, True, False, False, False, False],
+                          [True, False, False, False, False, False],
+                          [False, False, False, True, False, False],
+                          [False, False, True, False, False, False],
+                          [False, False, False, False, False, True],
+                          [False, False, False, False, True, False]])
+    views = dict(z1=feats(), z2=feats(seed=1))
+    labels = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 1, 2])  # label 3 once: a lonely anchor
+    return {
+        'debiased_nt_xent': [Case(d.debiased_nt_xent, dict(**views, temperature=0.5, tau_plus=0.1,
+                                                           reduction='mean'), choices=('reduction',))],
+        'hcl_loss': [Case(d.hcl_loss, dict(**views, temperature=0.5, tau_plus=0.1, beta=1.0,
+                                           reduction='mean'), choices=('reduction',))],
+        'clamped_anchors': [Case(d.clamped_anchors, dict(**views, temperature=0.5, tau_plus=0.1, beta=0.5))],
+        'decoupled_nt_xent': [Case(d.decoupled_nt_xent, dict(**views, temperature=0.5, reduction='mean'),
+                                   choices=('reduction',))],
+        'detect_false_negatives': [Case(d.detect_false_negatives, dict(**views, k=2))],
+        'false_negative_loss': [Case(d.false_negative_loss, dict(**views, false_negatives=flags, temperature=0.5,
+                                                                 mode='eliminate', reduction='mean'),
+                                     choices=('mode', 'reduction')),
+                                Case(d.false_negative_loss, dict(**views, false_negatives=flags, mode='attract'),
+                                     'attract', choices=('mode',))],
+        'supcon_loss': [Case(d.supcon_loss, dict(features=feats(12, 4, seed=2), labels=labels, temperature=0.1,
+                                                 variant='out', reduction='mean'), choices=('variant', 'reduction')),
+                        Case(d.supcon_loss, dict(features=feats(12, 4, seed=2), labels=labels, variant='in',
+                                                 reduction='none'), 'in', choices=('variant', 'reduction'))],
+    }
