@@ -21,7 +21,8 @@ def _local_roots() -> list[str]:
 # A path into an installed package or a virtual environment, wherever it lives, and the usual top-level folders
 # of a machine's own files. Paths inside a URL (https://host/...) are not local and are kept.
 _LOCAL_PATH = re.compile(r'(?<![\w.:/])/(?:[^\s/:]+/)*(?:site-packages|dist-packages|\.venv|venv|lib/python3\.\d+)/'
-                         r'|(?<![\w.:/])/(?:work|home|Users|root|tmp|var/folders)/[^\s]')
+                         r'|(?<![\w.:/])/(?:work|home|Users|root|var/folders)/[^\s]'
+                         r'|(?<![\w.:/])/tmp/ipykernel_')  # a kernel's cell file, quoted by warnings
 # The first line of a Python warning: "path:lineno: SomeWarning: message"
 _WARNING = re.compile(r'^\s*\S+:\d+: \w*Warning: ')
 _TQDM_WARNING = 'TqdmWarning: IProgress not found'
