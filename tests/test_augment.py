@@ -345,3 +345,9 @@ def test_object_kept_counts_cut_pixels_in_proportion():
     (torch.full((1, 4, 4), float('nan')), torch.tensor([[0.0, 0.0, 1.0, 1.0]]), ValueError)])
 def test_object_kept_rejects_bad_input(masks, boxes, error):
     with pytest.raises(error): object_kept(masks, boxes)
+
+def test_channels_last_images_get_the_permute_hint():
+    "An (N, H, W, C) batch is named for what it is, with the call that fixes it (found by the mutation pass)."
+    from contrastive_nb.augment import augment_batch
+    with pytest.raises(ValueError, match=r'channels look last: use images\.permute\(0, 3, 1, 2\)'):
+        augment_batch(torch.rand(2, 8, 8, 3), AugmentationPolicy(size=8))
