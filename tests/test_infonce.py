@@ -368,3 +368,15 @@ def test_chunked_rows_are_all_written():
         for chunk_size in (1, 2, 3, 6):
             torch.full((7,), float('nan'))  # leave NaN in freed memory that torch.empty may reuse
             assert torch.allclose(_row_logsumexp(a, b, 10.0, chunk_size=chunk_size), expected)
+
+def test_a_temperature_of_any_one_element_shape_keeps_the_loss_shape():
+    z1, z2 = rand(4, 3), rand(4, 3, seed=1)
+    for t in (torch.tensor([0.5]), torch.tensor([[0.5]])):
+        assert nt_xent(z1, z2, t, reduction='none').shape == (8,)
+        assert info_nce(z1, z2, temperature=t, reduction='none').shape == (4,)
+
+def test_train_on_pairs_progress_bar_counts_every_step(capsys):
+    from contrastive_nb.infonce import train_on_pairs
+    w = torch.nn.Parameter(torch.zeros(()))
+    train_on_pairs(lambda a, b, g: (w - 1) ** 2, [w], torch.rand(6, 3, 8, 8), epochs=2, batch_size=2, desc='bar')
+    assert '6/6' in capsys.readouterr().err
