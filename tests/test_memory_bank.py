@@ -432,10 +432,10 @@ def test_training_sets_train_mode_and_calls_back_after_each_update():
     seen = []
     def callback(step):
         seen.append((step, bank.memory.clone()))
-    train_memory_bank(encoder, head, images, bank, k=5, policy=POLICY, epochs=1, batch_size=4,
+    train_memory_bank(encoder, head, images, bank, k=5, policy=POLICY, epochs=2, batch_size=4,
                       progress=False, callback=callback)
     assert encoder.training and head.training
-    assert [s for s, _ in seen] == [0, 1, 2]
+    assert [s for s, _ in seen] == [0, 1, 2, 3, 4, 5]  # numbered across epochs
     assert not torch.equal(seen[0][1], seen[1][1])  # the bank had changed before each call
 
 def test_training_loop_with_per_query_negatives():
