@@ -32,33 +32,27 @@ def views(z1, z2):
     n = len(z1)
     return z, [(i + n) % (2 * n) for i in range(2 * n)]
 
+def anchor_terms(z1, z2, t, tau_plus, beta):
+    "Per anchor: e^{s+/t}, the unclamped debiased negative term (HCL's reweighting) and its floor."
+    z, partner = views(z1, z2)
+    for i in range(len(z)):
+        negatives = [j for j in range(len(z)) if j not in (i, partner[i])]
+        e_pos = math.exp(float(z[i] @ z[partner[i]]) / t)
+        e_neg = [math.exp(float(z[i] @ z[j]) / t) for j in negatives]
+        imp = [e ** beta for e in e_neg]
+        n = len(negatives)
+        reweighted = sum(w * e for w, e in zip(imp, e_neg)) / (sum(imp) / n)
+        yield e_pos, (reweighted - tau_plus * n * e_pos) / (1 - tau_plus), n * math.exp(-1 / t)
+
 def debiased_loop(z1, z2, t, tau_plus, beta=0.0):
     "The authors' per-anchor formula (Chuang et al. eq. 6; HCL's reweighting), one anchor at a time."
-    z, partner = views(z1, z2)
-    out = []
-    for i in range(len(z)):
-        negatives = [j for j in range(len(z)) if j not in (i, partner[i])]
-        e_pos = math.exp(float(z[i] @ z[partner[i]]) / t)
-        e_neg = [math.exp(float(z[i] @ z[j]) / t) for j in negatives]
-        imp = [e ** beta for e in e_neg]
-        n = len(negatives)
-        reweighted = sum(w * e for w, e in zip(imp, e_neg)) / (sum(imp) / n)
-        ng = max((reweighted - tau_plus * n * e_pos) / (1 - tau_plus), n * math.exp(-1 / t))
-        out.append(-math.log(e_pos / (e_pos + ng)))
-    return torch.tensor(out, dtype=torch.float64)
+    return torch.tensor([-math.log(e_pos / (e_pos + max(ng, floor)))
+                         for e_pos, ng, floor in anchor_terms(z1, z2, t, tau_plus, beta)],
+                        dtype=torch.float64)
 
 def clamped_loop(z1, z2, t, tau_plus, beta=0.0):
-    z, partner = views(z1, z2)
-    flags = []
-    for i in range(len(z)):
-        negatives = [j for j in range(len(z)) if j not in (i, partner[i])]
-        e_pos = math.exp(float(z[i] @ z[partner[i]]) / t)
-        e_neg = [math.exp(float(z[i] @ z[j]) / t) for j in negatives]
-        imp = [e ** beta for e in e_neg]
-        n = len(negatives)
-        reweighted = sum(w * e for w, e in zip(imp, e_neg)) / (sum(imp) / n)
-        flags.append((reweighted - tau_plus * n * e_pos) / (1 - tau_plus) <= n * math.exp(-1 / t))
-    return torch.tensor(flags)
+    "Which anchors the floor N e^{-1/t} replaces."
+    return torch.tensor([ng <= floor for _, ng, floor in anchor_terms(z1, z2, t, tau_plus, beta)])
 
 def decoupled_loop(z1, z2, t):
     z, partner = views(z1, z2)
