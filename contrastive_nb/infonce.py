@@ -78,7 +78,8 @@ def _nt_xent_inputs(z1, z2, temperature, reduction, chunk_size):
     if u1.shape != u2.shape:
         raise ValueError(f"z1 {tuple(u1.shape)} and z2 {tuple(u2.shape)} must have the same shape")
     if len(u1) < 2:
-        raise ValueError("nt_xent needs at least 2 sources: with one, a view has no negatives")
+        raise ValueError("z1 and z2 need at least 2 rows (sources): with one, a view has no "
+                         "negatives")
     dtype = torch.promote_types(u1.dtype, u2.dtype)
     t, max_logit = _check_options(temperature, reduction, chunk_size)
     return torch.cat([u1.to(dtype), u2.to(dtype)]), t, max_logit
