@@ -230,6 +230,11 @@ class MoCo(nn.Module):
         # row order[i] of the result is shuffled row i: every key back in its query's row
         return torch.empty_like(shuffled).index_copy_(0, order, shuffled)
 
+    def _query_loss(self, q: Tensor, k: Tensor, negatives: Tensor,
+                    generator: torch.Generator | None) -> Tensor:
+        "InfoNCE of queries against their keys and the queue; variants change the candidates here."
+        return info_nce(q, k, negatives, self.temperature)
+
     def forward(self,
                 view1: Tensor, # (B, ...) first view of each source: the queries
                 view2: Tensor, # (B, ...) second view: the positive keys
@@ -247,7 +252,7 @@ class MoCo(nn.Module):
             momentum_update(self.head_q, self.head_k, self.m)
         keys = [self._keys(b, generator) for _, b in pairs]
         negatives = self.queue.negatives()  # read before this batch's keys go in
-        losses = [info_nce(q, k, negatives, self.temperature) for q, k in zip(queries, keys)]
+        losses = [self._query_loss(q, k, negatives, generator) for q, k in zip(queries, keys)]
         if self.training: self.queue.enqueue(torch.cat(keys))
         return sum(losses) / len(losses)
 
