@@ -185,14 +185,14 @@ def _check_boxes(boxes, n: int) -> Tensor:
     return boxes
 
 def _resized_crop(images: Tensor, boxes: Tensor, size: int, flip: Tensor | None) -> Tensor:
-    x0, y0, x1, y1 = boxes.to(images).unbind(1)
-    mirror = 1.0 if flip is None else 1 - 2 * flip.to(images)
-    theta = torch.zeros(len(images), 2, 3, dtype=images.dtype, device=images.device)
-    # affine_grid maps output to input coordinates, both in [-1, 1]:
-    # scale by the box, shift to its centre.
-    theta[:, 0, 0], theta[:, 0, 2] = (x1 - x0) * mirror, x0 + x1 - 1
-    theta[:, 1, 1], theta[:, 1, 2] = y1 - y0, y0 + y1 - 1
-    grid = F.affine_grid(theta, [len(images), images.shape[1], size, size], align_corners=False)
+    x0, y0, x1, y1 = boxes.to(images)[:, :, None].unbind(1)  # each (N, 1)
+    # grid_sample reads the image at coordinates in [-1, 1]; the output's pixel centres in them:
+    centres = (torch.arange(size, dtype=images.dtype, device=images.device) * 2 + 1) / size - 1
+    across = centres if flip is None else torch.where(flip[:, None], -centres, centres)
+    # Scale by the box, shift to its centre: x depends on the column only, y on the row only.
+    grid_x = (x1 - x0) * across + (x0 + x1 - 1)
+    grid_y = (y1 - y0) * centres + (y0 + y1 - 1)
+    grid = torch.stack(torch.broadcast_tensors(grid_x[:, None, :], grid_y[:, :, None]), -1)
     return F.grid_sample(images, grid, mode='bilinear', padding_mode='border', align_corners=False)
 
 def resized_crop(
@@ -216,46 +216,45 @@ def resized_crop(
 # %% ../nbs/augment.ipynb #1fcdbc63
 _LUMA = (0.2989, 0.587, 0.114)  # ITU-R 601 weights, as torchvision's grayscale uses
 
-def _grayscale(images: Tensor) -> Tensor:
-    weights = torch.tensor(_LUMA, dtype=images.dtype, device=images.device)
-    return (images * weights[:, None, None]).sum(-3, keepdim=True).expand_as(images)
+def _luma(images: Tensor) -> Tensor:
+    "(N, 1, H, W): the weighted sum of the three channels."
+    r, g, b = images.unbind(-3)
+    return (_LUMA[0] * r + _LUMA[1] * g + _LUMA[2] * b).unsqueeze(-3)
 
 def grayscale(
     images: Tensor, # (N, 3, H, W) float RGB (or uint8)
 ) -> Tensor: # (N, 3, H, W): the luma, repeated in the three channels
     "Grayscale images that keep three channels."
-    return _grayscale(_image_batch(images, unit=False))
+    images = _image_batch(images, unit=False)
+    return _luma(images).expand_as(images)
 
-def _rgb_to_hsv(images: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    "Hue in [0, 1), saturation and value, each (N, H, W)."
-    value, brightest = images.max(-3)
-    chroma = value - images.min(-3).values
-    r, g, b = images.unbind(-3)
-    safe = torch.where(chroma > 0, chroma, torch.ones_like(chroma))
-    # The hue's sextant is set by the brightest channel; within it, the difference of the other two.
-    hue = torch.where(brightest == 0, ((g - b) / safe) % 6,
-                      torch.where(brightest == 1, (b - r) / safe + 2, (r - g) / safe + 4))
-    hue = torch.where(chroma > 0, hue / 6, torch.zeros_like(hue))
-    safe_value = torch.where(value > 0, value, torch.ones_like(value))
-    saturation = torch.where(value > 0, chroma / safe_value, torch.zeros_like(value))
-    return hue, saturation, value
-
-def _hsv_to_rgb(hue: Tensor, saturation: Tensor, value: Tensor) -> Tensor:
-    # Channel c loses a share of the chroma that ramps with the hue's distance from c's primary
-    # (offsets 5, 3, 1 sextants).
-    offsets = torch.tensor([5.0, 3.0, 1.0], dtype=hue.dtype, device=hue.device)[:, None, None]
-    k = (offsets + 6 * hue[:, None]) % 6
-    return value[:, None] * (1 - saturation[:, None] * torch.minimum(k, 4 - k).clamp(0, 1))
+def _shift_hue(images: Tensor, shift: Tensor) -> Tensor:
+    "torchvision's `adjust_hue` on a batch, one `shift` per image (N, 1, 1, 1), without HSV images."
+    value = images.amax(-3, keepdim=True)
+    chroma = value - images.amin(-3, keepdim=True)
+    r, g, b = images.split(1, -3)
+    # The hue in sixths of the circle: the brightest channel picks the sextant (0, 2 or 4), the
+    # difference of the other two places it within. A grey pixel gets 0 / tiny = 0.
+    hue = torch.where(value == r, g - b,
+                      torch.where(value == g, b - r + 2 * chroma, r - g + 4 * chroma))
+    hue = hue / chroma.clamp_min(torch.finfo(images.dtype).tiny) + 6 * shift
+    # Channel c keeps the value less a share of the chroma that ramps with the hue's distance from
+    # c's primary (offsets 5, 3, 1 sextants); x - 6 floor(x / 6) is x mod 6, faster than `%`.
+    k = hue + torch.tensor([5.0, 3.0, 1.0], dtype=hue.dtype, device=hue.device)[:, None, None]
+    k = k - 6 * torch.floor(k / 6)
+    return value - chroma * torch.minimum(k, 4 - k).clamp_(0, 1)
 
 def _adjust_colour(images: Tensor, brightness: Tensor, contrast: Tensor, saturation: Tensor,
                    hue: Tensor) -> Tensor:
+    "The four adjustments, in place: `images` must be a float batch the caller owns."
     def per_image(t: Tensor) -> Tensor: return t.to(images).reshape(-1, 1, 1, 1)
     b, c, s = per_image(brightness), per_image(contrast), per_image(saturation)
-    out = (images * b).clamp(0, 1)
-    out = (c * out + (1 - c) * _grayscale(out).mean((-3, -2, -1), keepdim=True)).clamp(0, 1)
-    out = (s * out + (1 - s) * _grayscale(out)).clamp(0, 1)
-    h, sat, val = _rgb_to_hsv(out)
-    return _hsv_to_rgb((h + per_image(hue)[:, 0]) % 1, sat, val)
+    out = images.mul_(b).clamp_(0, 1)
+    mean = _luma(out.mean((-2, -1), keepdim=True))  # the mean grey level, from the channel means
+    out.mul_(c).add_((1 - c) * mean).clamp_(0, 1)
+    grey = _luma(out)
+    out.mul_(s).addcmul_(1 - s, grey).clamp_(0, 1)
+    return _shift_hue(out, per_image(hue))
 
 def _factors(value, name: str, n: int, low: float, high: float | None = None) -> Tensor:
     "One factor per image, within bounds: a number (for every image) or an (N,) float tensor."
@@ -283,7 +282,7 @@ def adjust_colour(
     contrast = _factors(contrast, 'contrast', n, 0.0)
     saturation = _factors(saturation, 'saturation', n, 0.0)
     hue = _factors(hue, 'hue', n, -0.5, 0.5)
-    return _adjust_colour(images, brightness, contrast, saturation, hue)
+    return _adjust_colour(images.clone(), brightness, contrast, saturation, hue)
 
 # %% ../nbs/augment.ipynb #8e9c05a2
 def _gaussian_blur(images: Tensor, sigma: Tensor, kernel_size: int) -> Tensor:
@@ -291,21 +290,20 @@ def _gaussian_blur(images: Tensor, sigma: Tensor, kernel_size: int) -> Tensor:
     half = kernel_size // 2
     offsets = torch.arange(-half, half + 1, dtype=images.dtype, device=images.device)
     kernel = torch.exp(-0.5 * (offsets / sigma.to(images)[:, None]) ** 2)
-    # One kernel per (image, channel):
-    kernel = (kernel / kernel.sum(1, keepdim=True)).repeat_interleave(c, 0)
-    flat = images.reshape(1, n * c, h, w)
-    flat = F.pad(flat, (half, half, 0, 0), mode='reflect')
-    flat = F.conv2d(flat, kernel[:, None, None, :], groups=n * c)
-    flat = F.pad(flat, (0, 0, half, half), mode='reflect')
-    flat = F.conv2d(flat, kernel[:, None, :, None], groups=n * c)
-    return flat.reshape(n, c, h, w)
+    # One 1-D kernel per (image, channel), as a row (N C, 1, 1, k); its transpose .mT is a column.
+    kernel = (kernel / kernel.sum(1, keepdim=True)).repeat_interleave(c, 0)[:, None, None, :]
+    flat = F.pad(images.reshape(1, n * c, h, w), (half, half, half, half), mode='reflect')
+    if kernel_size <= 5:  # one k × k pass, the outer product of the two, beats two passes
+        return F.conv2d(flat, kernel.mT * kernel, groups=n * c).reshape(n, c, h, w)
+    flat = F.conv2d(flat, kernel, groups=n * c)
+    return F.conv2d(flat, kernel.mT, groups=n * c).reshape(n, c, h, w)
 
 def gaussian_blur(
     images: Tensor, # (N, C, H, W) float (or uint8)
     sigma: Tensor, # (N,) standard deviation of each image's blur, in pixels
     kernel_size: int, # odd width of the kernel, smaller than twice the image's height and width
 ) -> Tensor: # (N, C, H, W)
-    "Blur each image with its own Gaussian: separable, with reflected borders."
+    "Blur each image with its own Gaussian, with reflected borders."
     images = _image_batch(images, rgb=False, unit=False)
     n, _, h, w = images.shape
     kernel_size = check_int(kernel_size, 'kernel_size', low=1)
@@ -344,10 +342,15 @@ def augment_batch(
     jitter = _chosen(n, policy.jitter_p, generator, device)
     grey = _chosen(n, policy.grayscale_p, generator, device)
     blur = _chosen(n, policy.blur_p, generator, device)
+    # Each step works on a copy of the images that drew it (index_select copies them faster than
+    # out[jitter] does) and writes the result back.
     if len(jitter):
-        out[jitter] = _adjust_colour(out[jitter], *(f.to(device)[jitter] for f in factors))
-    if len(grey): out[grey] = _grayscale(out[grey])
-    if len(blur): out[blur] = _gaussian_blur(out[blur], sigma.to(device)[blur], policy.blur_kernel)
+        colour = [f.to(device)[jitter] for f in factors]
+        out[jitter] = _adjust_colour(out.index_select(0, jitter), *colour)
+    if len(grey): out[grey] = _luma(out.index_select(0, grey))
+    if len(blur):
+        out[blur] = _gaussian_blur(out.index_select(0, blur), sigma.to(device)[blur],
+                                   policy.blur_kernel)
     # Interpolation and blur weights sum to 1 only up to rounding: clamp to keep the range exact.
     return out.clamp_(0, 1)
 

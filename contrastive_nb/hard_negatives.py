@@ -16,7 +16,7 @@ from ._checks import (check_choice, check_indices, check_int, check_number,
                                     check_positive_int, check_probability, check_temperature,
                                     check_tensor)
 from .infonce import _info_nce_inputs, _nt_xent_inputs, _reduce, info_nce
-from .moco import MoCo, MoCoQueue, _check_views, _output_dim, momentum_update
+from .moco import MoCo, MoCoQueue, _check_views, _output_dim
 from .pairs import instance_ids, pair_masks
 from .similarity import l2_normalize
 
@@ -274,32 +274,15 @@ class MoCHi(MoCo):
         return (f"{super().extra_repr()}, num_hard={self.num_hard}, n_mixes={self.n_mixes}, "
                 f"n_query_mixes={self.n_query_mixes}, query_max={self.query_max}")
 
-    def forward(self,
-                view1: Tensor, # (B, ...) first view of each source: the queries
-                view2: Tensor, # (B, ...) second view: the positive keys
-                generator: torch.Generator | None = None, # draws the mixes and shuffle-BN (CPU)
-               ) -> Tensor: # the InfoNCE loss over queue + synthetic negatives, a scalar
-        "MoCo's step with per-query synthetic negatives; only the real keys are enqueued."
-        _check_views(view1, view2, self.bn_splits, next(self.encoder_q.parameters(), None))
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError("generator must be a torch.Generator or None, "
-                            f"got {type(generator).__name__}")
-        pairs = ((view1, view2), (view2, view1)) if self.symmetric else ((view1, view2),)
-        queries = [self._encode(self.encoder_q, self.head_q, a) for a, _ in pairs]
-        if self.training:
-            momentum_update(self.encoder_q, self.encoder_k, self.m)
-            momentum_update(self.head_q, self.head_k, self.m)
-        keys = [self._keys(b, generator) for _, b in pairs]
-        negatives = self.queue.negatives()  # read before this batch's keys go in
-        losses = []
-        for q, k in zip(queries, keys):
-            synthetic = mix_hard_negatives(q, negatives, self.num_hard, self.n_mixes,
-                                           self.n_query_mixes, self.query_max, generator)
-            candidates = torch.cat([negatives.to(synthetic.dtype).expand(len(q), -1, -1),
-                                    synthetic], 1)                       # (B, K + s + s', D)
-            losses.append(info_nce(q, k, candidates, self.temperature))
-        if self.training: self.queue.enqueue(torch.cat(keys))  # real keys only, never the mixes
-        return sum(losses) / len(losses)
+    def _query_loss(self, q: Tensor, k: Tensor, negatives: Tensor,
+                    generator: torch.Generator | None) -> Tensor:
+        "InfoNCE over the queue plus each query's synthetic negatives (never enqueued)."
+        synthetic = mix_hard_negatives(q, negatives, self.num_hard, self.n_mixes,
+                                       self.n_query_mixes, self.query_max, generator)
+        candidates = torch.cat([negatives.to(synthetic.dtype).expand(len(q), -1, -1),
+                                synthetic], 1)                           # (B, K + s + s', D)
+        return info_nce(q, k, candidates, self.temperature)
+
 
 # %% ../nbs/07_hard_negatives.ipynb #dd22c7aa
 class CrossBatchMemory(nn.Module):

@@ -297,6 +297,52 @@ def test_augment_batch_is_deterministic_under_a_generator(shapes):
     c = augment_batch(shapes.images[:8], AugmentationPolicy(), torch.Generator().manual_seed(6))
     assert torch.equal(a, b) and not torch.equal(a, c)
 
+# The lessons' committed outputs were made with the implementation before the speed-up (issue 13, P3). Views
+# depend on the draws (their number, shapes and order) and on the arithmetic; these two tests pin both.
+_RECORDED = {  # (views * probe).sum over the pixels, per image and channel, recorded with that implementation
+    'default': [[5.5904, 6.3459, 8.1372], [8.5935, 6.1674, 6.899], [8.1936, 10.1287, 8.0989],
+                [10.6184, 7.5442, 10.6715], [9.0018, 9.0018, 9.0018], [7.0838, 10.4098, 9.0116]],
+    'every step': [[-0.0236, 0.089, 0.3986], [1.2701, -0.0689, -0.3605], [0.6302, 0.4243, 1.3937],
+                   [1.3751, -0.982, 1.6555], [0.136, 0.136, 0.136], [0.6425, 0.8599, 0.3664]]}
+
+@pytest.mark.parametrize('name, policy', [
+    ('default', AugmentationPolicy(size=16)),
+    ('every step', AugmentationPolicy(size=12, scale=(0.3, 0.9), jitter_p=1.0, grayscale_p=0.5, blur_p=1.0,
+                                      jitter_strength=1.0))])
+def test_augment_batch_gives_the_views_recorded_before_the_speed_up(name, policy):
+    g = torch.Generator().manual_seed(0)
+    images, probe = torch.rand(6, 3, 16, 16, generator=g), torch.randn(16, 16, generator=g)
+    views = augment_batch(images, policy, torch.Generator().manual_seed(1))
+    projected = (views * probe[:policy.size, :policy.size]).sum((-2, -1))
+    torch.testing.assert_close(projected, torch.tensor(_RECORDED[name]), atol=2e-4, rtol=0)
+
+def _documented_draws(n: int, generator):
+    "augment_batch's draws, in order: crop areas and log aspect ratios (n, 10 tries), crop x and y, flip, "
+    "brightness, contrast, saturation, hue, blur sigma, then whether to jitter, grey and blur."
+    for shape in [(n, 10), (n, 10)] + [(n,)] * 11: torch.rand(shape, generator=generator)
+
+@pytest.mark.parametrize('n', [1, 37])
+def test_augment_batch_consumes_the_generator_as_documented(shapes, n):
+    g, replay = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    augment_batch(shapes.images[:n], AugmentationPolicy(), g)
+    _documented_draws(n, replay)
+    assert torch.equal(g.get_state(), replay.get_state())
+    # Without a generator, torch's global one is advanced the same way.
+    torch.manual_seed(3)
+    augment_batch(shapes.images[:n], AugmentationPolicy(blur_p=0.0))
+    after = torch.get_rng_state()
+    torch.manual_seed(3)
+    _documented_draws(n, None)
+    assert torch.equal(after, torch.get_rng_state())
+
+def test_augment_batch_and_adjust_colour_leave_their_input_alone(shapes):
+    "The colour steps work in place on a copy: the caller's images never change."
+    images = shapes.images[:16].clone()
+    augment_batch(images, AugmentationPolicy(jitter_p=1.0, grayscale_p=0.5, blur_p=1.0),
+                  torch.Generator().manual_seed(0))
+    adjust_colour(images, 1.5, 0.5, 0.5, 0.3)
+    assert torch.equal(images, shapes.images[:16])
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA device')
 def test_augment_batch_on_gpu_matches_cpu(shapes):
     cpu = augment_batch(shapes.images[:16], AugmentationPolicy(), torch.Generator().manual_seed(7))

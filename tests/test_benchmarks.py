@@ -17,3 +17,12 @@ def test_infonce_benchmark_runs_and_reports_ratios():
     # What the chunking is for, and what a bug in it would lose: at 2N = 4096 (--quick) the dense 2N × 2N float32
     # logits alone take 64 MiB; the chunked loss's forward and backward together must peak below that.
     assert ratios['chunked_peak_gib'] < 4096 ** 2 * 4 / 2 ** 30
+
+@pytest.mark.slow
+def test_augment_benchmark_runs_and_reports_ratios():
+    out = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'augment_bench.py'), '--quick'],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    ratios = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(ratios) == {'batched_vs_torchvision', 'batched_views_per_s', 'torchvision_views_per_s'}
+    assert all(v > 0 for v in ratios.values())
