@@ -32,7 +32,8 @@ except ImportError:  # the exhaustive runner below needs no hypothesis
     given = None
 
 MODULES = ('data', 'pairs', 'augment', 'similarity', 'infonce', 'temperature', 'memory_bank', 'moco', 'models',
-           'evaluate', 'selfcheck', 'hard_negatives', 'debiased', 'training', 'distributed', 'text', 'clip')
+           'evaluate', 'selfcheck', 'hard_negatives', 'debiased', 'training', 'cli', 'distributed', 'text',
+           'clip')
 
 # --- valid calls ------------------------------------------------------------------------------------------------
 
@@ -585,7 +586,8 @@ def _all_cases():
             out.append(pytest.param(module, name, id=f'{module}.{name}'))
     return out
 
-SLOW = {'train_on_pairs', 'train_simclr', 'train_memory_bank', 'train_moco', 'load_digits', 'make_moving_shapes',
+SLOW = {'Trainer', 'train', 'resume', 'main', 'train_on_pairs', 'train_simclr', 'train_memory_bank',
+        'train_moco', 'load_digits', 'make_moving_shapes',
         'load_cifar10', 'load_stl10', 'write_cifar10_fixture', 'write_stl10_fixture', 'resnet18_small',
         'linear_probe', 'show_grid', 'split_tickets', 'load_tickets', 'make_shapes', 'render_shapes'}
 

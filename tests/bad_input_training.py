@@ -1,0 +1,77 @@
+"""Bad-input registry of contrastive_nb.training (read by tests/test_bad_input.py)."""
+import tempfile
+from pathlib import Path
+
+import torch
+from test_bad_input import Case, gen, images, _mod
+
+CONSTANTS = {'METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'CheckpointError'}
+
+SETTINGS = dict(method='simclr', dataset='shapes', data_root='', n_train=24, n_test=8, data_seed=0, val_fraction=0.25,
+                image_size=8, crop_min_scale=0.08, jitter_strength=0.5, grayscale_p=0.2, blur_p=0.5, encoder='small_cnn', width=4,
+                blocks=2, head_hidden=8, embed_dim=4, batch_size=6, epochs=1, optimizer='adam', lr=1e-3,
+                weight_decay=1e-6, schedule='cosine', warmup_epochs=0, temperature=0.5, queue_size=16,
+                moco_momentum=0.99, bn_splits=1, symmetric=False, bank_k=8, bank_momentum=0.5, hard_weight=0.5, num_hard=0,
+                tau_plus=0.1, beta=1.0, chunk_size=0, device='cpu', precision='float32', channels_last=False,
+                compile=False, threads=1, seed=0, knn_every=1, knn_k=5, checkpoint_every=0, progress=False)
+CHOICES = ('method', 'dataset', 'encoder', 'optimizer', 'schedule', 'device', 'precision')
+
+def _tmp() -> Path: return Path(tempfile.mkdtemp(prefix='bad_input_training_'))
+
+def cases():
+    t = _mod('training')
+    config = t.TrainConfig(**SETTINGS)
+    run = _tmp()
+    t.train(config, run)
+    checkpoint = str(t.latest_checkpoint(run))
+
+    def registered(table, register):
+        def call(name, replace):
+            existed = name in table if isinstance(name, str) else True
+            try: return register(name, lambda *args: None, replace)
+            finally:
+                if not existed: table.pop(name, None)
+        return call
+
+    def threads(n):
+        with t.cpu_threads(n): return torch.get_num_threads()
+
+    def lars_step(lr, momentum, weight_decay, trust):
+        w = torch.nn.Parameter(torch.ones(2, 2))
+        w.grad = torch.full((2, 2), 0.5)
+        t.LARS([w], lr, momentum, weight_decay, trust).step()
+        return w.detach()
+
+    torch.manual_seed(0)
+    models = _mod('models')
+    encoder = models.SmallCNN(width=4, blocks=2, norm='group')
+    head = models.ProjectionHead(encoder.feature_dim, 8, 4)
+    nt_xent = _mod('infonce').nt_xent
+    method = t.TwoViewMethod(encoder, head, lambda z1, z2, labels: nt_xent(z1, z2))
+    def two_view_loss(view1, view2):
+        return method.loss([view1, view2], torch.arange(4), torch.zeros(4, dtype=torch.long), gen())
+    view_names = ('views', 'x', 'z1', 'z2', 'h')
+
+    return {
+        'register_method': [Case(registered(t.METHODS, t.register_method), dict(name='toy_method', replace=False))],
+        'register_dataset': [Case(registered(t.DATASETS, t.register_dataset),
+                                  dict(name='toy_dataset', replace=False))],
+        'TrainConfig': [Case(t.TrainConfig, dict(SETTINGS), choices=CHOICES),
+                        Case(t.TrainConfig.from_dict, dict(values=dict(SETTINGS)), 'from_dict')],
+        'ContrastiveMethod': [Case(lambda: t.ContrastiveMethod().after_step(), {})],
+        'TwoViewMethod': [Case(two_view_loss, dict(view1=images(4, 8), view2=images(4, 8, seed=1)), 'loss',
+                               aliases={'view1': view_names, 'view2': view_names})],
+        'load_datasets': [Case(t.load_datasets, dict(config=config))],
+        'select_device': [Case(t.select_device, dict(device='cpu'), choices=('device',))],
+        'cpu_threads': [Case(threads, dict(n=1))],
+        'lr_factor': [Case(t.lr_factor, dict(step=3, total=10, warmup=2, schedule='cosine'), choices=('schedule',))],
+        'LARS': [Case(lars_step, dict(lr=0.1, momentum=0.9, weight_decay=1e-4, trust=1e-3))],
+        'save_checkpoint': [Case(t.save_checkpoint, dict(state={'model': {}, 'step': 1}, path=str(_tmp() / 'c.pt')),
+                                 os_errors=True)],
+        'load_checkpoint': [Case(t.load_checkpoint, dict(path=checkpoint), os_errors=True,
+                                 aliases={'path': ('checkpoint',)})],
+        'latest_checkpoint': [Case(t.latest_checkpoint, dict(run_dir=str(run)), os_errors=True)],
+        'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp())))],
+        'train': [Case(t.train, dict(config=config))],
+        'resume': [Case(t.resume, dict(run_dir=str(run)), os_errors=True)],
+    }

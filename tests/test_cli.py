@@ -1,0 +1,173 @@
+"""The command line through real subprocesses: --help, a tiny run, a SIGKILL mid-epoch then --resume with bit-identical
+weights, a corrupt checkpoint, and bad settings refused with one clear line before any work."""
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import ROOT
+from contrastive_nb.cli import build_parser, main, option_help, read_config_file
+from contrastive_nb.training import TrainConfig, latest_checkpoint
+
+TINY = ['--n-train', '60', '--n-test', '16', '--image-size', '16', '--width', '4', '--blocks', '2',
+        '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '8', '--epochs', '2', '--threads', '1',
+        '--progress', 'false']
+
+def env() -> dict:
+    return {**os.environ, 'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}
+
+def cli(*args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'contrastive_nb.cli', *map(str, args)], cwd=cwd, env=env(),
+                          capture_output=True, text=True, timeout=300)
+
+def final_weights(run_dir) -> dict:
+    return torch.load(latest_checkpoint(run_dir), weights_only=True)['model']
+
+@pytest.mark.slow
+def test_help_lists_every_setting_with_its_default(tmp_path):
+    out = cli('train', '--help', cwd=tmp_path)
+    assert out.returncode == 0
+    text = ' '.join(out.stdout.split())  # argparse wraps lines
+    for f in dataclasses.fields(TrainConfig):
+        option = '--' + f.name.replace('_', '-')
+        assert option in text, option
+        default = str(f.default).lower() if isinstance(f.default, bool) else repr(f.default)
+        after = text[text.rindex(option + ' '):]  # the option's help entry, after the usage lines
+        assert f"(default: {default})" in after[:400], f"{option} does not show its default {default}"
+    for word in ('--config', '--resume', '--run-dir'): assert word in text
+    assert option_help()['method'].startswith('simclr, moco')
+    top = cli('--help', cwd=tmp_path).stdout
+    assert 'train' in top and 'evaluate' in top
+
+@pytest.mark.slow
+def test_a_tiny_run_writes_its_folder_and_evaluate_reads_it(tmp_path):
+    out = cli('train', *TINY, '--method', 'moco', '--queue-size', '16', '--run-dir', 'run', cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    run = tmp_path / 'run'
+    assert {p.name for p in run.iterdir()} >= {'config.json', 'config.toml', 'metrics.csv', 'checkpoints', 'report.json'}
+    assert report == json.loads((run / 'report.json').read_text()) and report['step'] == 12
+    assert json.loads((run / 'config.json').read_text())['method'] == 'moco'
+    assert len((run / 'metrics.csv').read_text().splitlines()) == 13
+    out = cli('evaluate', 'run', '--device', 'cpu', cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    evaluation = json.loads(out.stdout)
+    assert evaluation['test_knn'] == pytest.approx(report['test_knn'])
+    assert evaluation['val_knn'] == pytest.approx(report['val_knn'])
+
+@pytest.mark.slow
+def test_sigkill_mid_epoch_then_resume_gives_bit_identical_weights(tmp_path):
+    # 200 images: 160 train at a batch of 16 = 10 steps per epoch; checkpoints every 7 steps are all mid-epoch
+    args = [*TINY, '--n-train', '200', '--width', '8', '--batch-size', '16', '--epochs', '4',
+            '--checkpoint-every', '7', '--knn-every', '2']
+    assert cli('train', *args, '--run-dir', 'whole', cwd=tmp_path).returncode == 0
+    proc = subprocess.Popen([sys.executable, '-m', 'contrastive_nb.cli', 'train', *args, '--run-dir', 'killed'],
+                            cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while latest_checkpoint(tmp_path / 'killed') is None and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    state = torch.load(latest_checkpoint(tmp_path / 'killed'), weights_only=True)
+    assert state['step'] % 10 != 0 and state['step'] < 40  # killed mid-epoch, mid-run
+    assert not (tmp_path / 'killed' / 'report.json').exists()
+    out = cli('train', '--resume', 'killed', cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    whole, resumed = final_weights(tmp_path / 'whole'), final_weights(tmp_path / 'killed')
+    assert whole.keys() == resumed.keys()
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole), "resumed weights differ from the uninterrupted run"
+    losses = lambda run: [line.split(',')[2] for line in (tmp_path / run / 'metrics.csv').read_text().splitlines()]
+    assert losses('whole') == losses('killed')
+
+@pytest.mark.slow
+def test_a_truncated_checkpoint_is_named_and_the_previous_one_still_resumes(tmp_path):
+    assert cli('train', *TINY, '--checkpoint-every', '5', '--run-dir', 'run', cwd=tmp_path).returncode == 0
+    newest = latest_checkpoint(tmp_path / 'run')
+    newest.write_bytes(newest.read_bytes()[:2048])
+    out = cli('train', '--resume', 'run', cwd=tmp_path)
+    assert out.returncode == 2 and 'Traceback' not in out.stderr
+    assert newest.name in out.stderr and 'step-00000010.pt is intact' in out.stderr
+    newest.rename(tmp_path / 'damaged.pt')
+    out = cli('train', '--resume', 'run', cwd=tmp_path)  # from step 10 to the end again
+    assert out.returncode == 0, out.stderr
+
+@pytest.mark.slow
+@pytest.mark.parametrize('args,message', [
+    (['--method', 'simsiam'], "method must be one of"),
+    (['--batch-size', '1'], "batch_size must be at least 2"),
+    (['--dataset', 'cifar10', '--data-root', 'no/such/folder'], "CIFAR-10 was not found"),
+])
+def test_bad_settings_fail_in_one_line_before_any_work(tmp_path, args, message):
+    out = cli('train', *args, '--run-dir', 'run', cwd=tmp_path)
+    assert out.returncode == 2 and message in out.stderr
+    assert 'Traceback' not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / 'run').exists()
+
+# --- in-process: the same parser and errors, faster --------------------------------------------------------------
+
+def run_main(capsys, *args) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+@pytest.mark.parametrize('toml,message', [
+    ('temperature = 0.0\n', 'temperature must be a finite number in (0'),
+    ('temperature = -1\n', 'temperature'),
+    ('batch_size = "big"\n', 'batch_size must be an int'),
+    ('epochs = 2.5\n', 'epochs must be an int'),
+    ('dataset = "imagenet"\n', 'dataset must be one of'),
+    ('learning_rate = 0.1\n', "unknown setting(s) ['learning_rate']"),
+    ('batch_size = \n', 'is not valid TOML'),
+])
+def test_bad_config_files_give_one_clear_error(tmp_path, capsys, monkeypatch, toml, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'c.toml').write_text(toml)
+    code, _, err = run_main(capsys, 'train', '--config', 'c.toml')
+    assert code == 2 and message in err and not (tmp_path / 'runs').exists()
+
+def test_options_override_the_config_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'c.toml').write_text('method = "debiased"\nepochs = 3\nlr = 1\n')
+    code, out, err = run_main(capsys, 'train', '--config', 'c.toml', *TINY, '--run-dir', 'r')
+    assert code == 0, err
+    saved = json.loads((tmp_path / 'r' / 'config.json').read_text())
+    assert saved['method'] == 'debiased' and saved['epochs'] == 2 and saved['lr'] == 1.0
+    assert read_config_file(tmp_path / 'r' / 'config.toml') == saved  # the saved TOML reads back
+    code, _, err = run_main(capsys, 'train', *TINY, '--run-dir', 'r')
+    assert code == 2 and 'already holds a run' in err
+    code, _, err = run_main(capsys, 'train', '--resume', 'r', '--epochs', '5')
+    assert code == 2 and '--resume continues a run with its saved settings' in err
+
+def test_missing_config_and_run_folders(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(capsys, 'train', '--config', 'none.toml')
+    assert code == 2 and 'none.toml does not exist' in err
+    code, _, err = run_main(capsys, 'evaluate', 'nowhere')
+    assert code == 2 and 'holds no checkpoint' in err
+    code, _, err = run_main(capsys, 'train', '--resume', 'nowhere')
+    assert code == 2 and 'holds no checkpoint' in err
+
+def test_toml_on_python_310_without_tomli_says_what_to_install(tmp_path, monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+    def no_toml(name, *args, **kwargs):
+        if name in ('tomllib', 'tomli'): raise ModuleNotFoundError(name)
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, '__import__', no_toml)
+    (tmp_path / 'c.toml').write_text('epochs = 1\n')
+    with pytest.raises(ValueError, match='pip install tomli'): read_config_file(tmp_path / 'c.toml')
+    (tmp_path / 'c.json').write_text('{"epochs": 1}')
+    assert read_config_file(tmp_path / 'c.json') == {'epochs': 1}
+
+def test_bool_options_and_a_wrong_type_on_the_command_line(capsys):
+    parser = build_parser()
+    assert parser.parse_args(['train', '--channels-last', 'yes']).channels_last is True
+    with pytest.raises(SystemExit) as info: parser.parse_args(['train', '--channels-last', 'maybe'])
+    assert info.value.code == 2 and 'expected true or false' in capsys.readouterr().err
