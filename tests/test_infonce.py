@@ -380,3 +380,18 @@ def test_train_on_pairs_progress_bar_counts_every_step(capsys):
     w = torch.nn.Parameter(torch.zeros(()))
     train_on_pairs(lambda a, b, g: (w - 1) ** 2, [w], torch.rand(6, 3, 8, 8), epochs=2, batch_size=2, desc='bar')
     assert '6/6' in capsys.readouterr().err
+
+@pytest.mark.parametrize('chunk_size', [None, 3])
+def test_losses_under_autocast_match_float32_and_backpropagate(chunk_size):
+    # under autocast the custom kernels would run forward in bfloat16 and backward in float32, and fail
+    torch.manual_seed(0)
+    z1, z2, negatives = torch.randn(8, 16), torch.randn(8, 16), torch.randn(5, 16)
+    def loss_and_grad(autocast: bool):
+        a = z1.clone().requires_grad_()
+        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=autocast):
+            loss = nt_xent(a, z2, chunk_size=chunk_size) + info_nce(a, z2, negatives)
+        loss.backward()
+        return loss.detach(), a.grad
+    (loss, grad), (ref, ref_grad) = loss_and_grad(True), loss_and_grad(False)
+    assert loss.dtype == torch.float32
+    assert torch.allclose(loss, ref, atol=1e-5) and torch.allclose(grad, ref_grad, atol=1e-5)
