@@ -213,7 +213,8 @@ def _row_logsumexp(
     chunk_size: int | None = None, # rows per chunk, rebuilt in backward; None: all at once
 ) -> Tensor: # (N,) log Σ_j exp(a_i · b_j)
     "The log-sum-exp over each row of a @ b.T: dense and fast, or chunked and memory-bounded."
-    if torch.is_autocast_enabled(a.device.type):  # else forward runs in half precision, backward not
+    # under autocast the kernels' forward would run in half precision and their backward would not
+    if torch.is_autocast_enabled(a.device.type):
         with torch.autocast(a.device.type, enabled=False):
             return _row_logsumexp(a, b, max_logit, skip_diagonal, chunk_size)
     if chunk_size is not None and chunk_size < len(a):
