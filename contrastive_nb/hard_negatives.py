@@ -15,7 +15,8 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_indices, check_int, check_number,
                                     check_positive_int, check_probability, check_temperature,
                                     check_tensor)
-from .infonce import _info_nce_inputs, _nt_xent_inputs, _reduce, info_nce
+from .infonce import (_check_two_views, _info_nce_inputs, _nt_xent_inputs, _reduce,
+                                    info_nce)
 from .moco import MoCo, MoCoQueue, _check_views, _output_dim
 from .pairs import instance_ids, pair_masks
 from .similarity import l2_normalize
@@ -156,11 +157,7 @@ def in_batch_negatives(
     "SimCLR's candidates as per-query tensors: each view, its partner, the other 2N − 2 views."
     for name, z in (('z1', z1), ('z2', z2)):
         check_tensor(z, name, ndim=2, dtype='float', nonempty=True, finite=True)
-    if z1.shape != z2.shape:
-        raise ValueError(f"z1 {tuple(z1.shape)} and z2 {tuple(z2.shape)} must have the same shape")
-    if len(z1) < 2:
-        raise ValueError("in_batch_negatives needs at least 2 sources: with one, a view has no "
-                         "negatives")
+    _check_two_views(z1, z2)
     dtype = torch.promote_types(z1.dtype, z2.dtype)
     z = torch.cat([z1.to(dtype), z2.to(dtype)])                        # (2N, D)
     n = len(z1)

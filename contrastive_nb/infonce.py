@@ -72,14 +72,18 @@ def _info_nce_inputs(query, positive, negatives, temperature, reduction, chunk_s
     t, max_logit = _check_options(temperature, reduction, chunk_size)
     return q.to(dtype), p.to(dtype), n, t, max_logit
 
+def _check_two_views(z1: Tensor, z2: Tensor) -> None:
+    "Two views of the same N >= 2 sources: equal shapes, and a negative for every view."
+    if z1.shape != z2.shape:
+        raise ValueError(f"z1 {tuple(z1.shape)} and z2 {tuple(z2.shape)} must have the same shape")
+    if len(z1) < 2:
+        raise ValueError("z1 and z2 need at least 2 rows (sources): with one, a view has no "
+                         "negatives")
+
 def _nt_xent_inputs(z1, z2, temperature, reduction, chunk_size):
     "All 2N views as unit rows of one dtype (z1's rows, then z2's), then τ and 1/τ."
     u1, u2 = _unit_rows(z1, 'z1'), _unit_rows(z2, 'z2')
-    if u1.shape != u2.shape:
-        raise ValueError(f"z1 {tuple(u1.shape)} and z2 {tuple(u2.shape)} must have the same shape")
-    if len(u1) < 2:
-        raise ValueError("z1 and z2 need at least 2 rows (sources): with one, a view has no "
-                         "negatives")
+    _check_two_views(u1, u2)
     dtype = torch.promote_types(u1.dtype, u2.dtype)
     t, max_logit = _check_options(temperature, reduction, chunk_size)
     return torch.cat([u1.to(dtype), u2.to(dtype)]), t, max_logit

@@ -6,12 +6,16 @@ import pytest
 
 from conftest import ROOT
 
-@pytest.mark.slow
-def test_infonce_benchmark_runs_and_reports_ratios():
-    out = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'infonce_bench.py'), '--quick'],
+def quick_ratios(script: str) -> dict[str, float]:
+    "Run a benchmark script in --quick mode; the ratios its last line prints as JSON."
+    out = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / script), '--quick'],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    ratios = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+@pytest.mark.slow
+def test_infonce_benchmark_runs_and_reports_ratios():
+    ratios = quick_ratios('infonce_bench.py')
     assert set(ratios) == {'nt_xent_vs_floor', 'chunked_vs_dense', 'chunked_peak_gib'}
     assert all(v > 0 for v in ratios.values())
     # What the chunking is for, and what a bug in it would lose: at 2N = 4096 (--quick) the dense 2N × 2N float32
@@ -20,9 +24,6 @@ def test_infonce_benchmark_runs_and_reports_ratios():
 
 @pytest.mark.slow
 def test_augment_benchmark_runs_and_reports_ratios():
-    out = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'augment_bench.py'), '--quick'],
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    ratios = json.loads(out.stdout.strip().splitlines()[-1])
+    ratios = quick_ratios('augment_bench.py')
     assert set(ratios) == {'batched_vs_torchvision', 'batched_views_per_s', 'torchvision_views_per_s'}
     assert all(v > 0 for v in ratios.values())
