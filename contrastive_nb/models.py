@@ -100,27 +100,35 @@ class SmallCNN(nn.Module):
 
 # %% ../nbs/models.ipynb #be15bf53
 class ProjectionHead(nn.Module):
-    "SimCLR's projection head g: Linear–BatchNorm1d–ReLU–Linear, from features to embeddings."
+    "SimCLR's projection head g: Linear–norm–ReLU–Linear (BatchNorm1d by default), features to z."
     def __init__(self,
                  in_dim: int, # length of the encoder's features (its `feature_dim`)
                  hidden_dim: int = 256, # width of the hidden layer
                  out_dim: int = 128, # length of the embeddings
+                 norm: str = 'batch', # 'batch' (BatchNorm1d), 'group' (GroupNorm) or 'none'
                 ):
         super().__init__()
         in_dim = check_positive_int(in_dim, 'in_dim')
         hidden_dim = check_positive_int(hidden_dim, 'hidden_dim')
         out_dim = check_positive_int(out_dim, 'out_dim')
-        self.net = nn.Sequential(nn.Linear(in_dim, hidden_dim, bias=False),
-                                 nn.BatchNorm1d(hidden_dim),
+        norm = check_choice(norm, 'norm', NORMS)
+        if norm == 'group' and hidden_dim < 2:
+            raise ValueError("norm='group' needs hidden_dim >= 2: one value has no variance")
+        # up to 8 groups of at least 4 values each; one group when hidden_dim < 8
+        groups = max(g for g in range(1, 9) if hidden_dim % g == 0 and hidden_dim // g >= 4
+                     or g == 1)
+        layer = (nn.BatchNorm1d(hidden_dim) if norm == 'batch' else nn.Identity() if norm == 'none'
+                 else nn.GroupNorm(groups, hidden_dim))
+        self.net = nn.Sequential(nn.Linear(in_dim, hidden_dim, bias=norm == 'none'), layer,
                                  nn.ReLU(inplace=True),
                                  nn.Linear(hidden_dim, out_dim))
-        self.in_dim, self.out_dim = in_dim, out_dim
+        self.in_dim, self.out_dim, self.norm = in_dim, out_dim, norm
 
     def forward(self, h: Tensor) -> Tensor: # (N, out_dim)
         check_tensor(h, 'h', ndim=2, dtype='float', nonempty=True, finite=True)
         if h.shape[1] != self.in_dim:
             raise ValueError(f"h must have shape (N, {self.in_dim}), got {tuple(h.shape)}")
-        if self.training and len(h) < 2:
+        if self.training and self.norm == 'batch' and len(h) < 2:
             raise ValueError("h holds one vector: BatchNorm in training mode needs a batch of "
                              "at least 2; use eval mode for a single vector")
         return self.net(h.to(self.net[0].weight.dtype))

@@ -154,6 +154,23 @@ def test_projection_head_bad_arguments_and_inputs():
     assert head.eval()(torch.randn(1, 8)).shape == (1, 128)
     with torch.no_grad(): torch.testing.assert_close(head(torch.ones(3, 8).half()), head(torch.ones(3, 8)))
 
+def test_projection_head_norm_option():
+    torch.manual_seed(0)
+    group, none = ProjectionHead(12, 16, 4, norm='group'), ProjectionHead(12, 16, 4, norm='none')
+    assert [type(m) for m in group.net] == [nn.Linear, nn.GroupNorm, nn.ReLU, nn.Linear]
+    assert group.net[1].num_groups == 4 and group.net[0].bias is None  # groups of at least 4 values
+    assert [type(m) for m in none.net] == [nn.Linear, nn.Identity, nn.ReLU, nn.Linear]
+    assert none.net[0].bias is not None  # no normalisation after it: the bias is needed
+    assert [ProjectionHead(12, h, 4, norm='group').net[1].num_groups for h in (2, 7, 12, 64, 256)] == [1, 1, 3, 8, 8]
+    with pytest.raises(ValueError, match='hidden_dim >= 2'): ProjectionHead(12, 1, norm='group')
+    h = torch.randn(6, 12)
+    for head in (group, none):  # no batch coupling: a row's output ignores the other rows
+        head.train()
+        torch.testing.assert_close(head(h)[:1], head(h[:1]))
+    batch = ProjectionHead(12, 16, 4)
+    assert not torch.allclose(batch.train()(h)[:2], batch(h[:2]))  # BatchNorm couples the rows
+    with pytest.raises(ValueError, match='norm must be one of'): ProjectionHead(12, norm='layer')
+
 # --- resnet18_small ------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope='module')
