@@ -1,0 +1,87 @@
+"""Bad-input registry of contrastive_nb.text (read by tests/test_bad_input.py)."""
+import tempfile
+from pathlib import Path
+
+import torch
+from test_bad_input import Case, feats, _mod
+
+CONSTANTS = {'LEXICAL_METHODS', 'TEXT_LOSSES', 'PARAPHRASE_SYNONYMS'}
+
+TEXTS = ['I was charged twice', 'my payment appears two times', 'the app crashes',
+         'app quits on start', 'cancel my plan', 'stop my subscription']
+LABELS = torch.tensor([0, 0, 1, 1, 2, 2])
+
+def _encoder():
+    torch.manual_seed(0)
+    return _mod('text').TextEncoder(n_buckets=256, dim=8, hidden=8, out_dim=4)
+
+def _search():
+    return _mod('text').TicketSearch(_encoder()).fit(TEXTS)
+
+def _saved() -> Path:
+    return _search().save(Path(tempfile.mkdtemp(prefix='bad_input_')) / 'search.pt')
+
+def cases():
+    t = _mod('text')
+    tickets = _mod('data').load_tickets()
+    small = tickets[tickets.problem_id.isin(['P001', 'P002', 'P013'])].reset_index(drop=True)
+    enc = _encoder()
+    ids, offsets = enc.featurize(TEXTS[:3])
+    views = dict(anchors=feats(6, 4), positives=feats(6, 4, seed=1))
+    return {
+        'tokenize': [Case(t.tokenize, dict(text='I was charged twice'))],
+        'hashed_ngrams': [Case(t.hashed_ngrams, dict(text='charged twice', n_buckets=64,
+                                                     word_ngrams=2, char_ngrams=(3, 5)))],
+        'TextEncoder': [Case(t.TextEncoder, dict(n_buckets=64, dim=4, hidden=4, out_dim=4,
+                                                 word_ngrams=1, char_ngrams=(3, 4), init_std=0.1)),
+                        Case(lambda texts: _encoder().featurize(texts), dict(texts=TEXTS),
+                             'featurize'),
+                        Case(lambda ids, offsets: enc(ids, offsets),
+                             dict(ids=ids, offsets=offsets), 'forward', indices=('ids', 'offsets')),
+                        Case(lambda texts, batch_size: _encoder().encode(texts, batch_size),
+                             dict(texts=TEXTS, batch_size=2), 'encode')],
+        'paraphrase_tickets': [Case(t.paraphrase_tickets, dict(df=small, n_per_problem=2,
+                                                               synonym_p=0.5, drop_p=0.1, seed=0))],
+        'split_by_message': [Case(t.split_by_message, dict(df=small, queries_per_problem=2,
+                                                           seed=0))],
+        'char_ngram_jaccard': [Case(t.char_ngram_jaccard, dict(texts_a=TEXTS[:3],
+                                                               texts_b=TEXTS[3:], n=3))],
+        'near_duplicates': [Case(t.near_duplicates, dict(texts_a=TEXTS[:3], texts_b=TEXTS,
+                                                         threshold=0.6, n=3))],
+        'lexical_scores': [Case(t.lexical_scores, dict(queries=TEXTS[:2], corpus=TEXTS,
+                                                       method='bm25', k1=1.5, b=0.75),
+                                choices=('method',)),
+                           Case(t.lexical_scores, dict(queries=TEXTS[:2], corpus=TEXTS,
+                                                       method='tfidf'), 'tfidf',
+                                choices=('method',))],
+        'mnrl_loss': [Case(t.mnrl_loss, dict(**views, labels=LABELS, scale=20.0,
+                                             reduction='mean'), choices=('reduction',)),
+                      Case(t.mnrl_loss, dict(**views, labels=LABELS, scale=20.0,
+                                             hard_negatives=feats(3, 4, seed=2),
+                                             hard_labels=torch.tensor([1, 2, 0])),
+                           'hard negatives')],
+        'mine_hard_negatives': [Case(t.mine_hard_negatives, dict(embeddings=feats(6, 4),
+                                                                 labels=LABELS, k=2))],
+        'train_text_encoder': [Case(t.train_text_encoder,
+                                    dict(texts=TEXTS, labels=LABELS, loss='mnrl', epochs=1,
+                                         batch_size=3, lr=3e-3, scale=20.0, temperature=0.05,
+                                         seed=0, encoder=_encoder()),
+                                    choices=('loss',), fixed=('encoder',))],
+        'first_relevant_rank': [Case(t.first_relevant_rank,
+                                     dict(scores=feats(3, 6), query_labels=torch.tensor([0, 1, 2]),
+                                          corpus_labels=LABELS))],
+        'ranking_metrics': [Case(t.ranking_metrics, dict(ranks=torch.tensor([1, 3, 12]),
+                                                         ks=(1, 5)))],
+        'bootstrap_ci': [Case(t.bootstrap_ci, dict(values=feats(20, 1).squeeze(1), n_boot=50,
+                                                   level=0.9, seed=0))],
+        'TicketSearch': [Case(t.TicketSearch, dict(encoder=_encoder())),
+                         Case(lambda texts: t.TicketSearch(_encoder()).fit(texts),
+                              dict(texts=TEXTS), 'fit'),
+                         Case(lambda query, k: _search().search(query, k),
+                              dict(query='charged twice', k=3), 'search'),
+                         Case(lambda path: _search().save(path),
+                              dict(path=str(Path(tempfile.mkdtemp()) / 's.pt')), 'save',
+                              os_errors=True),
+                         Case(lambda path: t.TicketSearch.load(path), dict(path=str(_saved())),
+                              'load', os_errors=True)],
+    }

@@ -1,0 +1,298 @@
+"""Tests of contrastive_nb.text beyond the lesson's own asserts: brute-force metrics, the loss mask,
+determinism, the leak check and the search round trip."""
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+
+from contrastive_nb import text as T
+from contrastive_nb.data import load_tickets
+from contrastive_nb.infonce import info_nce
+
+
+@pytest.fixture(scope='module')
+def tickets():
+    return load_tickets()
+
+
+def labels_of(frame, index):
+    return torch.tensor([index[p] for p in frame.problem_id])
+
+
+# --- tokeniser and features -----------------------------------------------------------------------
+
+def test_tokenize():
+    assert T.tokenize("Hi, I'm CHARGED twice (2x)!") == ['hi', "i'm", 'charged', 'twice', '2x']
+    assert T.tokenize('') == [] and T.tokenize(' ,. ') == []
+
+
+def test_hashed_ngrams_count_and_range():
+    text = 'charged twice today'
+    ids = T.hashed_ngrams(text, n_buckets=97, word_ngrams=2, char_ngrams=(3, 4))
+    words = ['charged', 'twice', 'today']
+    chars = sum(len(w) + 2 - n + 1 for w in words for n in (3, 4))
+    assert len(ids) == 3 + 2 + chars
+    assert ids.dtype == torch.int64 and ids.min() >= 0 and ids.max() < 97
+
+
+def test_hashed_ngrams_same_in_another_process():
+    "CRC32 ids do not depend on the process (Python's hash() would)."
+    code = ("from contrastive_nb.text import hashed_ngrams; "
+            "print(hashed_ngrams('charged twice').tolist())")
+    other = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                           env={'PYTHONHASHSEED': '123', 'PATH': ''}, check=True)
+    assert other.stdout.strip() == str(T.hashed_ngrams('charged twice').tolist())
+
+
+def test_encoder_shapes_and_determinism():
+    torch.manual_seed(0)
+    a = T.TextEncoder(n_buckets=500, dim=8, hidden=12, out_dim=5)
+    torch.manual_seed(0)
+    b = T.TextEncoder(n_buckets=500, dim=8, hidden=12, out_dim=5)
+    texts = ['charged twice', 'the app crashes', 'charged twice', 'x']
+    za, zb = a.encode(texts, batch_size=3), b.encode(texts)
+    assert za.shape == (4, 5)
+    assert torch.allclose(za.norm(dim=1), torch.ones(4))
+    assert torch.allclose(za, zb)
+    assert torch.allclose(za[0], za[2])
+    assert not torch.allclose(za[0], za[1])
+    assert abs(a.bag.weight.std().item() - 0.1) < 0.01  # small rows: unseen n-grams stay small
+    ids, offsets = a.featurize(texts)
+    assert offsets.tolist() == [0, *np.cumsum([len(T.hashed_ngrams(t, 500)) for t in texts[:-1]])]
+    # forward is the mean of the bag rows through the MLP
+    rows = a.bag.weight[T.hashed_ngrams('the app crashes', 500)].mean(0)
+    assert torch.allclose(a(ids, offsets)[1], a.mlp(rows), atol=1e-6)
+
+
+def test_encoder_refuses_text_without_words():
+    with pytest.raises(ValueError, match='no words'):
+        T.TextEncoder(n_buckets=50, dim=4, hidden=4, out_dim=4).encode(['fine', '?!'])
+
+
+# --- the loss ---------------------------------------------------------------------------------------
+
+def mnrl_loop(a, p, labels, scale, hard=None, hard_labels=None):
+    "Per-anchor loop: candidates are the positives (and hard negatives) not sharing the label."
+    a, p = F.normalize(a, dim=1), F.normalize(p, dim=1)
+    keys = p if hard is None else torch.cat([p, F.normalize(hard, dim=1)])
+    key_labels = labels if hard is None else torch.cat([labels, hard_labels])
+    out = []
+    for i in range(len(a)):
+        cands = [j for j in range(len(keys)) if j == i or key_labels[j] != labels[i]]
+        logits = torch.stack([scale * a[i] @ keys[j] for j in cands])
+        out.append(logits.logsumexp(0) - scale * a[i] @ keys[i])
+    return torch.stack(out).mean()
+
+
+def test_mnrl_false_negative_mask_against_loop():
+    g = torch.Generator().manual_seed(0)
+    a, p, h = torch.randn(3, 7, 5, generator=g, dtype=torch.float64)
+    labels = torch.tensor([0, 1, 0, 2, 1, 1, 3])
+    hard_labels = torch.tensor([2, 0, 5, 1, 4, 3, 0])
+    assert torch.isclose(T.mnrl_loss(a, p, labels, 13.0), mnrl_loop(a, p, labels, 13.0))
+    assert torch.isclose(T.mnrl_loss(a, p, labels, 7.0, h, hard_labels),
+                         mnrl_loop(a, p, labels, 7.0, h, hard_labels))
+    # the mask changes the loss exactly where labels repeat
+    unmasked = T.mnrl_loss(a, p, reduction='none')
+    masked = T.mnrl_loss(a, p, labels, reduction='none')
+    repeated = (labels[:, None] == labels[None, :]).sum(1) > 1
+    assert torch.all(masked[repeated] < unmasked[repeated])
+    assert torch.allclose(masked[~repeated], unmasked[~repeated])
+
+
+def test_mnrl_is_info_nce_at_inverse_scale():
+    g = torch.Generator().manual_seed(1)
+    a, p = torch.randn(2, 6, 4, generator=g, dtype=torch.float64)
+    assert torch.isclose(T.mnrl_loss(a, p, scale=20.0), info_nce(a, p, temperature=0.05))
+    assert torch.isclose(T.mnrl_loss(a, p, scale=20.0, reduction='sum'),
+                         info_nce(a, p, temperature=0.05, reduction='sum'))
+
+
+def test_mnrl_gradient():
+    g = torch.Generator().manual_seed(2)
+    a, p = (torch.randn(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+            for _ in range(2))
+    labels = torch.tensor([0, 0, 1, 2, 1])
+    assert torch.autograd.gradcheck(lambda x, y: T.mnrl_loss(x, y, labels, 5.0), (a, p))
+
+
+def test_mine_hard_negatives_label_check():
+    g = torch.Generator().manual_seed(3)
+    z = torch.randn(20, 4, generator=g)
+    labels = torch.arange(20) % 4
+    mined = T.mine_hard_negatives(z, labels, k=3)
+    assert (labels[mined] != labels[:, None]).all()
+    sim = F.normalize(z, dim=1) @ F.normalize(z, dim=1).T
+    for i in range(20):
+        others = sorted((j for j in range(20) if labels[j] != labels[i]), key=lambda j: -sim[i, j])
+        assert mined[i].tolist() == others[:3]
+    unchecked = T.mine_hard_negatives(z, labels, k=1, check_labels=False).squeeze(1)
+    assert (unchecked != torch.arange(20)).all()
+
+
+# --- metrics ----------------------------------------------------------------------------------------
+
+def test_ranks_and_metrics_against_brute_force():
+    g = torch.Generator().manual_seed(4)
+    scores = torch.randint(0, 5, (40, 25), generator=g).double()
+    q = torch.randint(0, 6, (40,), generator=g)
+    c = torch.arange(25) % 6
+    ranks = T.first_relevant_rank(scores, q, c)
+    for i in range(40):
+        order = sorted(range(25), key=lambda j: (-scores[i, j].item(), c[j] == q[i]))
+        assert ranks[i] == 1 + next(n for n, j in enumerate(order) if c[j] == q[i])
+    m = T.ranking_metrics(ranks, ks=(1, 3, 10))
+    for k in (1, 3, 10):
+        hits = [any(c[j] == q[i] for j in sorted(range(25), key=lambda j: (
+            -scores[i, j].item(), c[j] == q[i]))[:k]) for i in range(40)]
+        assert math.isclose(m[f'recall@{k}'], np.mean(hits))
+    assert math.isclose(m['MRR'], np.mean([1 / r for r in ranks.tolist()]))
+
+
+def test_bootstrap_ci_covers_and_is_seeded():
+    values = np.random.default_rng(0).random(200)
+    mean, low, high = T.bootstrap_ci(values, n_boot=500)
+    assert low < mean < high and math.isclose(mean, values.mean())
+    se = values.std(ddof=1) / np.sqrt(200)
+    assert abs((high - low) - 2 * 1.96 * se) < 0.3 * 2 * 1.96 * se
+    assert T.bootstrap_ci(values, n_boot=500) == (mean, low, high)
+    assert T.bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0)
+
+
+# --- splits, leaks, generator ---------------------------------------------------------------------------
+
+def test_split_by_message(tickets):
+    corpus, queries = T.split_by_message(tickets, 2, seed=5)
+    assert (queries.groupby('problem_id').size() == 2).all()
+    assert not set(corpus.ticket_id) & set(queries.ticket_id)
+    assert len(corpus) + len(queries) == len(tickets)
+    again = T.split_by_message(tickets, 2, seed=5)[1]
+    assert again.equals(queries)
+    assert not T.split_by_message(tickets, 2, seed=6)[1].equals(queries)
+
+
+def test_no_leak_check_finds_planted_duplicate(tickets):
+    corpus, queries = T.split_by_message(tickets, 2, seed=0)
+    generated = T.paraphrase_tickets(corpus, 5, seed=0)
+    train = list(corpus.text) + list(generated.text)
+    assert T.near_duplicates(train, list(queries.text), 0.6).empty
+    leaked = train + [queries.text[7].upper() + '!!']
+    found = T.near_duplicates(leaked, list(queries.text), 0.6)
+    assert found[['a', 'b']].values.tolist() == [[len(train), 7]]
+    assert found.similarity[0] == 1.0
+
+
+def test_char_ngram_jaccard_brute_force(tickets):
+    texts = list(tickets.text[:12])
+    sim = T.char_ngram_jaccard(texts[:5], texts[5:], n=4)
+    def grams(t):  # padded words shorter than n count as one n-gram, as in scikit-learn
+        words = [f' {x} ' for x in T.tokenize(t)]
+        return {w[i:i + 4] for w in words for i in range(len(w) - 3)} | {w for w in words
+                                                                         if len(w) < 4}
+    for i in range(5):
+        for j in range(7):
+            a, b = grams(texts[i]), grams(texts[5 + j])
+            assert math.isclose(sim[i, j].item(), len(a & b) / len(a | b))
+
+
+def test_paraphrases_use_only_their_problem(tickets):
+    corpus, _ = T.split_by_message(tickets, 2, seed=1)
+    gen = T.paraphrase_tickets(corpus, 4, seed=2, synonym_p=0.0, drop_p=0.0)
+    problem_of = dict(zip(corpus.ticket_id, corpus.problem_id))
+    for problem, sources in zip(gen.problem_id, gen.sources):
+        assert {problem_of[s] for s in sources.split('+')} == {problem}
+    # without synonyms or deletions every word comes from the sources
+    text_of = dict(zip(corpus.ticket_id, corpus.text))
+    for text, sources in zip(gen.text, gen.sources):
+        words = set().union(*(T.tokenize(text_of[s]) for s in sources.split('+')))
+        assert set(T.tokenize(text)) <= words
+    assert not gen.equals(T.paraphrase_tickets(corpus, 4, seed=3, synonym_p=0.0, drop_p=0.0))
+
+
+# --- BM25 ----------------------------------------------------------------------------------------------
+
+def test_bm25_by_hand():
+    corpus = ['cat cat dog', 'dog', 'bird sings']
+    s = T.lexical_scores(['cat bird'], corpus, k1=1.2, b=0.5)[0]
+    avg = 2.0
+    idf = lambda n: math.log(1 + (3 - n + 0.5) / (n + 0.5))
+    tf = lambda f, dl: f / (f + 1.2 * (1 - 0.5 + 0.5 * dl / avg))
+    expected = [idf(1) * tf(2, 3), 0.0, idf(1) * tf(1, 2)]
+    assert torch.allclose(s, torch.tensor(expected, dtype=torch.float64))
+
+
+def test_bm25_matches_bm25s(tickets):
+    bm25s = pytest.importorskip('bm25s')
+    corpus, queries = list(tickets.text[:80]), list(tickets.text[80:100])
+    ours = T.lexical_scores(queries, corpus, k1=1.2, b=0.6).numpy()
+    ret = bm25s.BM25(k1=1.2, b=0.6, method='lucene')
+    ret.index([T.tokenize(t) for t in corpus], show_progress=False)
+    ref = np.stack([ret.get_scores(T.tokenize(q)) for q in queries])
+    assert np.abs(ours - ref).max() < 1e-4
+
+
+def test_tfidf_matches_sklearn(tickets):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+    corpus, queries = list(tickets.text[:50]), list(tickets.text[50:60])
+    vec = TfidfVectorizer(tokenizer=T.tokenize, lowercase=False, token_pattern=None).fit(corpus)
+    ref = cosine_similarity(vec.transform(queries), vec.transform(corpus))
+    assert np.allclose(T.lexical_scores(queries, corpus, 'tfidf').numpy(), ref)
+
+
+# --- training and search ----------------------------------------------------------------------------------
+
+def test_training_learns_and_is_seeded(tickets):
+    index = {p: i for i, p in enumerate(sorted(tickets.problem_id.unique()))}
+    few = tickets[tickets.problem_id.isin(['P001', 'P013', 'P042', 'P047', 'P025', 'P054'])]
+    labels = labels_of(few, index)
+    enc = T.TextEncoder(n_buckets=2**12, dim=16, hidden=32, out_dim=16)
+    before = enc.encode(list(few.text))
+    enc, losses = T.train_text_encoder(list(few.text), labels, epochs=30, batch_size=8, seed=0,
+                                       encoder=enc)
+    after = enc.encode(list(few.text))
+    same = (labels[:, None] == labels[None, :]) & ~torch.eye(len(labels), dtype=torch.bool)
+    gap = lambda z: (z @ z.T)[same].mean() - (z @ z.T)[~same & ~torch.eye(len(z), dtype=bool)].mean()
+    assert gap(after) > gap(before) + 0.3
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+    _, again = T.train_text_encoder(list(few.text), labels, epochs=2, batch_size=8, seed=0)
+    _, other = T.train_text_encoder(list(few.text), labels, epochs=2, batch_size=8, seed=1)
+    _, same_seed = T.train_text_encoder(list(few.text), labels, epochs=2, batch_size=8, seed=0)
+    assert again == same_seed and again != other
+
+
+def test_search_round_trip(tmp_path, tickets):
+    texts = list(tickets.text[:30])
+    torch.manual_seed(0)
+    search = T.TicketSearch(T.TextEncoder(n_buckets=1000, dim=8, hidden=8, out_dim=8)).fit(texts)
+    hits = search.search('I was charged twice', k=30)
+    assert sorted(hits['index']) == list(range(30))
+    assert hits.score.is_monotonic_decreasing and list(hits.index) == list(range(1, 31))
+    z = search.encoder.encode(['I was charged twice'])[0]
+    assert np.allclose(hits.score, (search.encoder.encode(texts) @ z)[hits['index'].tolist()].numpy(),
+                       atol=1e-6)
+    assert search.search(texts[4], k=1)['index'][1] == 4  # a text finds itself
+    loaded = T.TicketSearch.load(search.save(tmp_path / 's.pt'))
+    assert loaded.texts == texts and len(loaded) == 30
+    pd.testing.assert_frame_equal(loaded.search('I was charged twice', k=5),
+                                  search.search('I was charged twice', k=5))
+
+
+@pytest.mark.parametrize('call, error', [
+    (lambda s: s.search('', k=3), ValueError), (lambda s: s.search('!?', k=3), ValueError),
+    (lambda s: s.search('charged', k=0), ValueError), (lambda s: s.search('charged', k=6), ValueError),
+    (lambda s: s.search(3, k=1), TypeError), (lambda s: s.search(['charged'], k=1), TypeError),
+    (lambda s: s.fit([]), ValueError), (lambda s: s.fit('charged twice'), TypeError),
+    (lambda s: s.fit(['a b', None]), TypeError),
+    (lambda s: T.TicketSearch(s.encoder).search('charged'), ValueError),
+])
+def test_search_bad_input(call, error):
+    search = T.TicketSearch(T.TextEncoder(n_buckets=100, dim=4, hidden=4, out_dim=4))
+    search.fit(['charged twice', 'app crashes', 'sync fails', 'refund please', 'dark mode'])
+    with pytest.raises(error):
+        call(search)
