@@ -1,0 +1,258 @@
+"""contrastive_nb.clip: captions, the symmetric loss and its duplicate mask, zero-shot, retrieval, training."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.autograd import gradcheck
+
+from contrastive_nb.clip import (CAPTION_FACTORS, TEMPLATES, CaptionEncoder, CaptionTokenizer, TinyCLIP,
+                                 caption_ids, class_embeddings, class_prompts, clip_loss, crop_views,
+                                 describe, factor_classes, factor_labels, recall_at_k, train_clip,
+                                 zero_shot_predict)
+from contrastive_nb.data import make_shapes
+from contrastive_nb.infonce import info_nce
+from contrastive_nb.pairs import position_phrase, shape_captions
+
+def pairs(n=7, d=5, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d, generator=g, dtype=dtype), torch.randn(n, d, generator=g, dtype=dtype)
+
+def loop_loss(zi, zt, tau, ids=None):
+    "Pair by pair: −log softmax over the candidates that are not duplicates, both directions, averaged."
+    zi, zt = F.normalize(zi, dim=1), F.normalize(zt, dim=1)
+    n, terms = len(zi), []
+    for i in range(n):
+        allowed = [j for j in range(n) if j == i or ids is None or ids[j] != ids[i]]
+        rows = torch.stack([zi[i] @ zt[j] / tau for j in allowed])
+        cols = torch.stack([zi[j] @ zt[i] / tau for j in allowed])
+        k = allowed.index(i)
+        terms += [-torch.log_softmax(rows, 0)[k], -torch.log_softmax(cols, 0)[k]]
+    return torch.stack(terms).mean()
+
+# --- the loss ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('n,tau', [(2, 0.07), (7, 0.5), (16, 0.01)])
+def test_loss_is_the_mean_of_two_info_nce_calls_and_symmetric(n, tau):
+    zi, zt = pairs(n, seed=n)
+    both = (info_nce(zi, zt, temperature=tau) + info_nce(zt, zi, temperature=tau)) / 2
+    torch.testing.assert_close(clip_loss(zi, zt, tau), both)
+    torch.testing.assert_close(clip_loss(zi, zt, tau), clip_loss(zt, zi, tau))
+    torch.testing.assert_close(clip_loss(zi, zt, tau), loop_loss(zi, zt, tau))
+    # the two directions differ in general: the symmetric loss is not one of them
+    assert not torch.isclose(info_nce(zi, zt, temperature=tau), info_nce(zt, zi, temperature=tau))
+
+def test_reductions_and_the_masked_path_agree_with_the_plain_one_when_every_id_differs():
+    zi, zt = pairs(6, seed=3)
+    per_pair = clip_loss(zi, zt, 0.2, reduction='none')
+    rows = F.normalize(zi, dim=1) @ F.normalize(zt, dim=1).T / 0.2
+    target = torch.arange(6)
+    expected = (F.cross_entropy(rows, target, reduction='none')
+                + F.cross_entropy(rows.T, target, reduction='none')) / 2
+    torch.testing.assert_close(per_pair, expected)
+    torch.testing.assert_close(clip_loss(zi, zt, 0.2, reduction='sum'), per_pair.sum())
+    for reduction in ('mean', 'sum', 'none'):
+        torch.testing.assert_close(clip_loss(zi, zt, 0.2, torch.arange(6) * 7, reduction),
+                                   clip_loss(zi, zt, 0.2, reduction=reduction))
+
+def test_duplicate_mask_removes_exactly_the_same_meaning_pairs():
+    zi, zt = pairs(8, seed=4)
+    ids = torch.tensor([3, 1, 3, 0, 1, 3, 2, 5])
+    torch.testing.assert_close(clip_loss(zi, zt, 0.3, ids), loop_loss(zi, zt, 0.3, ids))
+    assert not torch.isclose(clip_loss(zi, zt, 0.3, ids), clip_loss(zi, zt, 0.3))
+    # all captions of one meaning: every row holds its pair alone, the loss is 0
+    assert clip_loss(zi, zt, 0.3, torch.zeros(8, dtype=torch.long)).abs() < 1e-12
+    # a masked duplicate's embedding does not enter image 0's image→text term
+    zt_moved = zt.clone()
+    zt_moved[2] = torch.randn(5, dtype=torch.float64)
+    row = lambda t: clip_loss(zi[[0, 2]], t[[0, 2]], 0.3, ids[[0, 2]], reduction='none')[0]
+    torch.testing.assert_close(row(zt), row(zt_moved))
+
+def test_gradcheck_float64_embeddings_and_temperature_with_and_without_mask():
+    zi, zt = pairs(5, d=3, seed=5)
+    tau = torch.tensor(0.3, dtype=torch.float64)
+    ids = torch.tensor([0, 1, 0, 2, 1])
+    for mask in (None, ids):
+        leaves = [x.clone().requires_grad_() for x in (zi, zt, tau)]
+        assert gradcheck(lambda a, b, t: clip_loss(a, b, t, mask), leaves)
+
+def test_learnable_temperature_gets_a_gradient_of_the_right_sign():
+    zi = torch.eye(4, dtype=torch.float64)
+    tau = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    clip_loss(zi, zi.clone(), tau).backward()  # perfect pairs: a colder softmax lowers the loss
+    assert tau.grad > 0
+
+def test_half_precision_is_computed_in_float32():
+    zi, zt = pairs(32, 16, seed=6, dtype=torch.float32)
+    for dtype in (torch.float16, torch.bfloat16):
+        for ids in (None, torch.arange(32) % 5):
+            loss = clip_loss(zi.to(dtype), zt.to(dtype), 0.01, ids)
+            assert loss.dtype == torch.float32 and torch.isfinite(loss)
+            assert abs(loss - clip_loss(zi, zt, 0.01, ids)) < 0.05 * clip_loss(zi, zt, 0.01, ids)
+
+# --- captions -----------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def shapes():
+    return make_shapes(300, size=16, seed=11)
+
+def test_factor_labels_follow_the_dataset_and_position_phrase(shapes):
+    f = shapes.factors
+    assert torch.equal(factor_labels(f, 'shape'), torch.tensor(f['shape'].to_numpy()))
+    assert torch.equal(factor_labels(f, 'colour'), torch.tensor(f['colour'].to_numpy()))
+    phrases = factor_classes('position')
+    assert [phrases[i] for i in factor_labels(f, 'position')] == [position_phrase(x, y) for x, y in zip(f.x, f.y)]
+    edges = pd.DataFrame({'x': [0.0, 1.0, 1 / 3, 2 / 3 - 1e-9], 'y': [1.0, 0.0, 0.5, 0.5]})
+    assert [phrases[i] for i in factor_labels(edges, 'position')] == [position_phrase(x, y)
+                                                                    for x, y in zip(edges.x, edges.y)]
+    size = factor_labels(f, 'size')
+    assert torch.equal(size.bool(), torch.as_tensor(f.scale.to_numpy() >= 0.27))
+    assert 0 < size.sum() < len(f)
+
+def test_describe_names_exactly_the_detail_factors(shapes):
+    f = shapes.factors
+    assert describe(f, templates=TEMPLATES[:1]) == shape_captions(f)
+    labels = {k: factor_labels(f, k) for k in CAPTION_FACTORS}
+    for detail in (('shape',), ('colour',), ('size', 'position'), CAPTION_FACTORS):
+        captions = describe(f, detail, rng=2)
+        for i, caption in enumerate(captions[:60]):
+            padded = f' {caption} '
+            for factor in CAPTION_FACTORS:
+                said = [c for c in factor_classes(factor) if f' {c} ' in padded]
+                if factor in detail: assert said == [factor_classes(factor)[labels[factor][i]]], caption
+                else: assert not said, caption
+    used = set(describe(f.assign(colour_name='red'), ('colour',), rng=0))
+    assert len(used) == len(TEMPLATES)  # every template is drawn
+
+def test_caption_ids_equal_exactly_when_the_meaning_is_equal(shapes):
+    f = shapes.factors
+    for detail in (('shape',), ('colour', 'shape', 'position'), CAPTION_FACTORS):
+        ids = caption_ids(f, detail)
+        meaning = [tuple(factor_labels(f, d)[i].item() for d in detail) for i in range(len(f))]
+        same = ids[:, None] == ids[None, :]
+        brute = torch.tensor([[a == b for b in meaning] for a in meaning])
+        assert torch.equal(same, brute)
+
+def test_class_prompts_are_the_templates_with_one_factor_said():
+    prompts = class_prompts('shape')
+    assert len(prompts) == 10 and all(len(p) == len(TEMPLATES) for p in prompts)
+    assert prompts[3][1] == 'a photo of a triangle'
+    assert class_prompts('position')[0][0] == 'a shape in the upper left'
+    assert class_prompts('colour', TEMPLATES[:1]) == [[f'a {c} shape'] for c in factor_classes('colour')]
+
+def test_tokenizer_pads_lowercases_and_refuses_unknown_words():
+    tok = CaptionTokenizer()
+    ids = tok(['A Red circle', 'there is a small blue star in the centre'])
+    assert ids.shape == (2, 9) and (ids[0, 3:] == 0).all() and (ids[1] > 0).all()
+    assert torch.equal(ids[0, :3], tok(['a red circle'])[0])
+    every_caption = describe(make_shapes(200, size=8, seed=1).factors, CAPTION_FACTORS, rng=3)
+    tok(every_caption)  # the default vocabulary covers every caption and prompt
+    for factor in CAPTION_FACTORS: tok([p for group in class_prompts(factor) for p in group])
+    with pytest.raises(ValueError, match='purple'): tok(['a purple circle'])
+
+def test_caption_encoder_is_a_bag_of_words():
+    tok = CaptionTokenizer()
+    torch.manual_seed(0)
+    enc = CaptionEncoder(len(tok), 8, 4)
+    a = enc(tok(['a red circle in the centre']))
+    torch.testing.assert_close(enc(tok(['in the centre a red circle'])), a)
+    torch.testing.assert_close(enc(tok(['a red circle in the centre', 'a photo of a large blue star'
+                                        ' in the upper left']))[:1], a)
+    mean = enc.embedding(tok(['a red circle'])).mean(1)
+    torch.testing.assert_close(enc(tok(['a red circle'])), enc.net(mean))
+
+# --- views ------------------------------------------------------------------------------------------------------
+
+def test_crop_views_full_flip_mirrors_x_exactly():
+    data = make_shapes(8, size=16, seed=2)
+    views, moved = crop_views(data.images, data.factors, scale=(1.0, 1.0), flip_p=1.0,
+                              generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(views, data.images.flip(-1), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(moved.x, 1 - data.factors.x, atol=1e-6)
+    np.testing.assert_allclose(moved.y, data.factors.y, atol=1e-6)
+    np.testing.assert_allclose(moved.scale, data.factors.scale, atol=1e-6)
+    assert moved.shape_name.tolist() == data.factors.shape_name.tolist()
+
+def test_crop_views_move_the_factors_with_the_object():
+    data = make_shapes(96, size=32, seed=6, noise=0.0)
+    grid = (torch.arange(32) + 0.5) / 32
+    def centre(m):
+        return (m.sum(1) @ grid) / m.sum((1, 2)), (m.sum(2) @ grid) / m.sum((1, 2))
+    x, y = centre(data.masks)
+    marked = data.factors.assign(x=x.numpy(), y=y.numpy())
+    masks, moved = crop_views(data.masks[:, None].expand(-1, 3, -1, -1), marked,
+                              generator=torch.Generator().manual_seed(1))
+    vx, vy = centre(masks[:, 0])
+    zoom = torch.tensor((moved.scale / data.factors.scale).to_numpy(), dtype=torch.float32)
+    whole = masks[:, 0].sum((1, 2)) / zoom ** 2 > 0.98 * data.masks.sum((1, 2))
+    assert whole.sum() > 30
+    assert (vx - torch.tensor(moved.x.to_numpy(), dtype=torch.float32)).abs()[whole].max() < 1 / 32
+    assert (vy - torch.tensor(moved.y.to_numpy(), dtype=torch.float32)).abs()[whole].max() < 1 / 32
+    assert (zoom >= 1 - 1e-6).all() and (zoom <= 2 ** 0.5 + 1e-6).all()  # areas in [0.5, 1]
+
+# --- zero-shot and retrieval ---------------------------------------------------------------------------------------
+
+def test_zero_shot_predict_is_the_brute_force_argmax():
+    g = torch.Generator().manual_seed(7)
+    z, w = torch.randn(40, 6, generator=g), torch.randn(5, 6, generator=g) * torch.rand(5, 1, generator=g) * 9
+    expected = []
+    for image in z:
+        cosines = [float(image @ c / (image.norm() * c.norm())) for c in w]
+        expected.append(max(range(5), key=cosines.__getitem__))
+    assert zero_shot_predict(z, w).tolist() == expected
+    assert zero_shot_predict(z * 3, w).tolist() == expected  # cosine: lengths do not matter
+
+def test_class_embeddings_average_unit_prompt_embeddings_and_keep_the_mode():
+    torch.manual_seed(0)
+    model = TinyCLIP(width=4, blocks=2, embed_dim=8)
+    model.train()
+    prompts = class_prompts('colour')
+    weights = class_embeddings(model, prompts)
+    assert model.training  # mode restored
+    model.eval()
+    with torch.no_grad():
+        expected = torch.stack([F.normalize(model.encode_text(p), dim=1).mean(0) for p in prompts])
+    torch.testing.assert_close(weights, F.normalize(expected, dim=1))
+    single = class_embeddings(model, [p[0] for p in prompts])
+    with torch.no_grad():
+        torch.testing.assert_close(single, F.normalize(model.encode_text([p[0] for p in prompts]), dim=1))
+
+def test_recall_at_k_against_brute_force():
+    g = torch.Generator().manual_seed(8)
+    q, k = torch.randn(50, 4, generator=g), torch.randn(60, 4, generator=g)
+    qi, ki = torch.randint(6, (50,), generator=g), torch.arange(60) % 6
+    cos = F.normalize(q, dim=1) @ F.normalize(k, dim=1).T
+    got = recall_at_k(q, k, qi, ki, (1, 2, 7))
+    for cut in (1, 2, 7):
+        hits = [bool((ki[cos[i].argsort(descending=True)[:cut]] == qi[i]).any()) for i in range(50)]
+        assert math.isclose(got[cut], float(np.mean(hits)))
+    # one id per pair: recall@1 of identical sets is 1
+    assert recall_at_k(q, q, torch.arange(50), torch.arange(50), (1,))[1] == 1.0
+
+# --- training ---------------------------------------------------------------------------------------------------
+
+def tiny_run(**options):
+    data = make_shapes(32, size=8, seed=3)
+    torch.manual_seed(0)
+    model = TinyCLIP(width=4, blocks=2, embed_dim=8)
+    history = train_clip(model, data.images, data.factors, epochs=1, batch_size=16, progress=False,
+                         **options)
+    return history, model
+
+def test_training_is_reproducible_and_options_matter():
+    history, model = tiny_run()
+    assert len(history) == 2 and not model.training
+    norm = model.image_encoder.features[0][1]  # trained in training mode: BatchNorm statistics moved
+    assert norm.num_batches_tracked == 2 and norm.running_mean.abs().sum() > 0
+    assert history.equals(tiny_run()[0])
+    assert not history.equals(tiny_run(seed=1)[0])
+    shape_only = tiny_run(detail=('shape',))[0]
+    assert not shape_only.equals(tiny_run(detail=('shape',), mask_duplicates=False)[0])
+    assert not history.equals(tiny_run(views='none')[0])
+
+def test_temperature_parameter_is_clamped_after_every_step():
+    _, model = tiny_run(lr=5.0)
+    assert model.temperature.log_scale.item() <= math.log(100) + 1e-6
+    assert model.temperature.log_scale.item() >= 0 - 1e-6
