@@ -19,7 +19,7 @@ from .infonce import (_check_two_views, _info_nce_inputs, _nt_xent_inputs, _redu
                                     info_nce)
 from .moco import MoCo, MoCoQueue, _check_views, _output_dim
 from .pairs import instance_ids, pair_masks
-from .similarity import l2_normalize
+from .similarity import _unit, l2_normalize
 
 # %% auto #0
 __all__ = ['top_k_negatives', 'semi_hard_negatives', 'random_negatives', 'false_negative_share', 'hard_negative_loss',
@@ -234,8 +234,8 @@ def mix_hard_negatives(
         raise TypeError("generator must be a torch.Generator or None, "
                         f"got {type(generator).__name__}")
     dtype = torch.promote_types(query.dtype, negatives.dtype)
-    q = l2_normalize(query.detach().to(dtype))
-    keys = l2_normalize(negatives.detach().to(dtype))
+    q = _unit(query.detach().to(dtype), 'query')
+    keys = _unit(negatives.detach().to(dtype), 'negatives')
     n, device = len(q), q.device
     hard = keys[(q @ keys.T).topk(num_hard, dim=1).indices]             # (N, num_hard, D)
     draw = lambda *shape: torch.rand(shape, generator=generator, dtype=torch.float64)
