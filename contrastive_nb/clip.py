@@ -96,6 +96,7 @@ def _fill(template: str, words: dict[str, str]) -> str:
 
 def _check_templates(templates) -> tuple[str, ...]:
     "A non-empty sequence of strings, each naming every field of `CAPTION_FACTORS` once."
+    if templates is None: return TEMPLATES
     if isinstance(templates, str) or not isinstance(templates, Sequence):
         raise TypeError(f"templates must be a sequence of strings, got {type(templates).__name__}")
     templates = tuple(templates)
@@ -127,7 +128,7 @@ def _check_detail(detail) -> tuple[str, ...]:
 def describe(
     factors: pd.DataFrame, # Shapes factors, one row per image
     detail: Sequence[str] = ('colour', 'shape', 'position'), # which factors the captions name
-    templates: Sequence[str] = TEMPLATES, # paraphrases; each row draws one at random
+    templates: Sequence[str] | None = None, # paraphrases, each row draws one (None: `TEMPLATES`)
     rng: int | np.random.Generator = 0, # a seed (same seed, same captions) or a generator
 ) -> list[str]: # one caption per row, e.g. 'there is a red circle in the centre'
     "One caption per image naming only the factors in `detail`, in a randomly drawn template."
@@ -154,7 +155,7 @@ def caption_ids(
 # %% ../nbs/12_clip.ipynb #e7cdeec9
 def class_prompts(
     factor: str, # one of `CAPTION_FACTORS`
-    templates: Sequence[str] = TEMPLATES, # one prompt per template for each class
+    templates: Sequence[str] | None = None, # one prompt per template and class (None: `TEMPLATES`)
 ) -> list[list[str]]: # for each class, its prompts: the templates naming only that class
     "Zero-shot prompts: for each class of `factor`, every template with only that factor said."
     classes, templates = factor_classes(factor), _check_templates(templates)
@@ -178,7 +179,7 @@ def _caption_list(captions, name: str = 'captions') -> list[str]:
 class CaptionTokenizer:
     "Lower-cased words to ids over a closed vocabulary (0 pads); an unknown word raises."
     def __init__(self,
-                 templates: Sequence[str] = TEMPLATES, # their words, and every factor's words
+                 templates: Sequence[str] | None = None, # their words (None: `TEMPLATES`)
                 ):
         words = {w for t in _check_templates(templates) for w in _fill(t, {}).lower().split()}
         words |= {w for classes in _CLASSES.values() for c in classes for w in c.split()}
@@ -372,7 +373,7 @@ def train_clip(
     lr: float = 2e-3, # Adam's learning rate
     weight_decay: float = 1e-5, # Adam's weight decay
     mask_duplicates: bool = True, # captions of the same meaning are not each other's negatives
-    templates: Sequence[str] = TEMPLATES, # paraphrases the captions are drawn from
+    templates: Sequence[str] | None = None, # paraphrases of the captions (None: `TEMPLATES`)
     seed: int = 0, # shuffling, views and templates are reproducible from it
     progress: bool = True, # show a progress bar
 ) -> pd.DataFrame: # one row per step: epoch, step, loss, temperature
