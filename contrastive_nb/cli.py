@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import inspect
 import json
 import os
@@ -17,9 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+from torch import distributed as dist
+
+from . import distributed as _distributed  # registers simclr_global (lesson 10)
 from .data import DatasetNotFoundError
 from .training import (CheckpointError, TrainConfig, Trainer, latest_checkpoint,
-                                     load_checkpoint, resume)
+                                     load_checkpoint, resume, world)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']
@@ -113,13 +118,16 @@ def _train(args: argparse.Namespace) -> dict:
         return resume(args.resume).report()
     values = read_config_file(args.config) if args.config else {}
     config = TrainConfig.from_dict({**values, **given})  # every check runs before any work
-    run_dir = Path(args.run_dir or Path('runs') / f"{config.method}-{config.dataset}-"
-                                                  f"{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = [args.run_dir or str(Path('runs') / f"{config.method}-{config.dataset}-"
+                                                   f"{time.strftime('%Y%m%d-%H%M%S')}")]
+    if world()[0] > 1: dist.broadcast_object_list(run_dir, 0)  # rank 0's clock names the run
+    run_dir = Path(run_dir[0])
     if latest_checkpoint(run_dir) is not None:
         raise ValueError(f"{run_dir} already holds a run: resume it with --resume {run_dir}, "
                          "or choose another --run-dir")
     trainer = Trainer(config, run_dir)
-    print(f"training {config.method} on {config.dataset} in {run_dir}", file=sys.stderr)
+    if trainer.rank == 0:
+        print(f"training {config.method} on {config.dataset} in {run_dir}", file=sys.stderr)
     return trainer.fit()
 
 def _evaluate(args: argparse.Namespace) -> dict:
@@ -135,6 +143,16 @@ def _evaluate(args: argparse.Namespace) -> dict:
     (Path(args.run_dir) / 'evaluation.json').write_text(json.dumps(report, indent=1) + '\n')
     return report
 
+def _join_torchrun() -> bool:
+    "Join the process group torchrun describes in the environment; False when not launched by it."
+    if int(os.environ.get('WORLD_SIZE', '1')) <= 1 or dist.is_initialized(): return False
+    backend = 'gloo'
+    if torch.cuda.is_available():
+        torch.cuda.set_device(int(os.environ.get('LOCAL_RANK', '0')))
+        backend = 'cpu:gloo,cuda:nccl'
+    dist.init_process_group(backend, timeout=datetime.timedelta(minutes=10))
+    return True
+
 def main(
     argv: list[str] | None = None, # the arguments after the program name; None: sys.argv[1:]
 ) -> int: # the exit status: 0 done, 2 a usage or settings error
@@ -143,13 +161,17 @@ def main(
         raise TypeError(f"argv must be a list of strings such as ['train', '--epochs', '2'], "
                         f"got {argv!r}")
     args = build_parser().parse_args(argv)
+    joined = args.command == 'train' and _join_torchrun()
+    rank = world()[1]  # read before the group is left
     try:
         report = _train(args) if args.command == 'train' else _evaluate(args)
     except (TypeError, ValueError, FileNotFoundError, DatasetNotFoundError) as e:
         if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
         print(f"contrastive-nb {args.command}: error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(report, indent=1))
+    finally:
+        if joined: dist.destroy_process_group()
+    if rank == 0: print(json.dumps(report, indent=1))
     return 0
 
 # %% ../nbs/cli.ipynb #cd1f9f04

@@ -30,19 +30,14 @@ from .augment import AugmentationPolicy, augment_batch
 from .infonce import _nt_xent_inputs, _row_logsumexp, nt_xent
 from .models import ProjectionHead, SmallCNN
 from .moco import MoCoQueue
+from .training import TrainConfig, TwoViewMethod, register_method, world
 
 # %% auto #0
-__all__ = ['GATHERS', 'ANCHORS', 'world', 'all_gather_rows', 'all_gather_with_grad', 'global_nt_xent', 'free_port', 'launch',
-           'run_calls', 'ddp_gradient_check', 'enqueue_from_all', 'shuffled_across', 'grad_cache_step',
-           'train_simclr_ddp', 'grad_cache_benchmark']
+__all__ = ['GATHERS', 'ANCHORS', 'all_gather_rows', 'all_gather_with_grad', 'global_nt_xent', 'free_port', 'launch', 'run_calls',
+           'ddp_gradient_check', 'enqueue_from_all', 'shuffled_across', 'grad_cache_step', 'train_simclr_ddp',
+           'grad_cache_benchmark', 'GlobalSimCLR']
 
 # %% ../nbs/10_distributed.ipynb #2d5865aa
-def world() -> tuple[int, int]: # (number of processes, this process's rank)
-    "The size of the default process group and this process's rank; (1, 0) outside one."
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_world_size(), dist.get_rank()
-    return 1, 0
-
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 def _check_same_shape(x: Tensor, name: str, world_size: int) -> None:
@@ -500,3 +495,42 @@ def grad_cache_benchmark(
             loss = grad_cache_step(model, x1, x2, loss_fn, chunk_size)
         if step: seconds.append(time.perf_counter() - clock)
     return {'seconds': seconds, 'peak MiB': _peak_mib() - before, 'loss': loss.item()}
+
+# %% ../nbs/10_distributed.ipynb #cacda72e
+class GlobalSimCLR(TwoViewMethod):
+    "SimCLR against every process's views (`global_nt_xent`), optionally with gradient caching."
+    def __init__(self,
+                 encoder: nn.Module, # the image encoder
+                 head: nn.Module, # the projection head
+                 temperature: float = 0.5, # τ
+                 cache_chunk: int = 0, # sources per forward pass with gradient caching (0: off)
+                 loss_chunk: int = 0, # anchors per chunk of the loss (0: all at once)
+                ):
+        check_number(temperature, 'temperature', low=0.0, low_open=True)
+        loss_chunk = check_int(loss_chunk, 'loss_chunk', low=0) or None
+        super().__init__(encoder, head,
+                         lambda z1, z2, labels: global_nt_xent(z1, z2, temperature, loss_chunk))
+        self.cache_chunk = check_int(cache_chunk, 'cache_chunk', low=0)
+        if self.cache_chunk and _batchnorms_in_training(self):
+            raise ValueError("gradient caching is exact only without BatchNorm: build the encoder "
+                             "and head with norm='group' or 'none' (--norm group)")
+
+    def forward(self, x: Tensor) -> Tensor: # (n, D) float32 embeddings
+        "Encoder and head as one module: what `grad_cache_step` runs chunk by chunk."
+        return self.embed(self.encoder, self.head, x)
+
+    def loss_backward(self, views, indices, labels, generator, scale):
+        if not self.cache_chunk:
+            return super().loss_backward(views, indices, labels, generator, scale)
+        losses = []
+        def loss_fn(z1: Tensor, z2: Tensor) -> Tensor:
+            losses.append(self.pair_loss(z1, z2, labels))
+            return scale(losses[-1])
+        grad_cache_step(self, views[0], views[1], loss_fn, self.cache_chunk)
+        return losses[-1].detach()
+
+def _global_simclr(config: TrainConfig, encoder: nn.Module, head: nn.Module, n_train: int):
+    return GlobalSimCLR(encoder, head, config.temperature, config.grad_cache_chunk,
+                        config.chunk_size)
+
+register_method('simclr_global', _global_simclr, replace=True)  # replace: importing twice is fine

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch import distributed as dist
 from tqdm import tqdm
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
@@ -32,14 +33,14 @@ from .evaluate import embed, knn_accuracy
 from .hard_negatives import hard_negative_loss, in_batch_negatives
 from .infonce import info_nce, nt_xent
 from .memory_bank import MemoryBank
-from .models import ProjectionHead, SmallCNN, resnet18_small
+from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
 from .moco import MoCo
 
 # %% auto #0
 __all__ = ['METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'register_method',
            'register_dataset', 'ContrastiveMethod', 'TwoViewMethod', 'load_datasets', 'TrainConfig', 'select_device',
-           'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint', 'Trainer',
-           'latest_checkpoint', 'train', 'resume']
+           'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint',
+           'Trainer', 'latest_checkpoint', 'train', 'resume']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
 METHODS: dict[str, Callable] = {}  # name -> builder(config, encoder, head, n_train)
@@ -78,6 +79,7 @@ class ContrastiveMethod(nn.Module):
     "A training method: its modules and state, how many views a step draws, its loss."
     n_views: int = 2 # augmented views of each source per step
     autocast: Callable = contextlib.nullcontext # set by the trainer for mixed precision
+    per_process_state: str = '' # what each process would fill differently (a queue, a bank)
 
     def embed(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
         "head(encoder(x)) inside `autocast`, returned in float32: losses run in full precision."
@@ -93,6 +95,18 @@ class ContrastiveMethod(nn.Module):
             ) -> Tensor: # scalar loss
         "The loss of one batch."
         raise NotImplementedError
+
+    def loss_backward(self,
+                      views: list[Tensor], # as for `loss`
+                      indices: Tensor, # as for `loss`
+                      labels: Tensor, # as for `loss`
+                      generator: torch.Generator, # as for `loss`
+                      scale: Callable, # loss -> the loss to differentiate (float16's scaler)
+                     ) -> Tensor: # the loss, detached
+        "The loss of one batch with its gradient added to `.grad`; a method may own the backward."
+        loss = self.loss(views, indices, labels, generator)
+        scale(loss).backward()
+        return loss.detach()
 
     def after_step(self) -> None:
         "Called after each optimiser step (e.g. to write into a memory bank)."
@@ -118,6 +132,7 @@ class _MoCo(MoCo):
 
 class _MoCoMethod(ContrastiveMethod):
     "MoCo: the model takes two views and the generator and returns its loss."
+    per_process_state = 'a queue of keys'
     def __init__(self, model: _MoCo):
         super().__init__()
         self.model = model
@@ -128,7 +143,7 @@ class _MoCoMethod(ContrastiveMethod):
 
 class _MemoryBankMethod(ContrastiveMethod):
     "Instance discrimination against a memory bank: one view, negatives drawn from the bank."
-    n_views = 1
+    n_views, per_process_state = 1, 'a memory bank'
     def __init__(self, encoder: nn.Module, head: nn.Module, bank: MemoryBank, k: int,
                  temperature: float):
         super().__init__()
@@ -263,6 +278,7 @@ class TrainConfig:
     encoder: str = 'small_cnn' # small_cnn or resnet18 (small stem, for 16-32 px)
     width: int = 32 # small_cnn: channels of the first stage
     blocks: int = 4 # small_cnn: number of stages
+    norm: str = 'batch' # batch, group or none (resnet18: batch or group), head included
     head_hidden: int = 256 # projection head: hidden width
     embed_dim: int = 128 # projection head: embedding length
     batch_size: int = 64 # sources per step
@@ -284,6 +300,7 @@ class TrainConfig:
     tau_plus: float = 0.1 # debiased, hcl: class prior τ⁺
     beta: float = 1.0 # hcl: hardness β
     chunk_size: int = 0 # simclr: anchors per chunk of the loss (0: all at once)
+    grad_cache_chunk: int = 0 # simclr_global: sources per pass, gradient caching (0: off)
     device: str = 'auto' # auto, cpu, cuda or mps
     precision: str = 'float32' # float32, bfloat16 or float16 (with a gradient scaler)
     channels_last: bool = False # channels-last memory layout for images and convolutions
@@ -311,6 +328,7 @@ class TrainConfig:
         check_choice(self.method, 'method', tuple(METHODS))
         check_choice(self.dataset, 'dataset', tuple(DATASETS))
         check_choice(self.encoder, 'encoder', ENCODERS)
+        check_choice(self.norm, 'norm', ('batch', 'group') if self.encoder == 'resnet18' else NORMS)
         check_choice(self.optimizer, 'optimizer', OPTIMIZERS)
         check_choice(self.schedule, 'schedule', SCHEDULES)
         check_choice(self.device, 'device', DEVICES)
@@ -319,7 +337,7 @@ class TrainConfig:
                      'queue_size', 'bn_splits', 'bank_k', 'knn_k'):
             check_positive_int(getattr(self, name), name)
         for name in ('n_train', 'n_test', 'data_seed', 'seed', 'warmup_epochs', 'num_hard',
-                     'chunk_size', 'threads', 'knn_every', 'checkpoint_every'):
+                     'chunk_size', 'grad_cache_chunk', 'threads', 'knn_every', 'checkpoint_every'):
             check_int(getattr(self, name), name, low=0)
         if self.batch_size < 2:
             raise ValueError(f"batch_size must be at least 2, got {self.batch_size}: a source "
@@ -383,6 +401,12 @@ def select_device(
         raise ValueError(f"device {device!r} is not available on this machine; use 'cpu' or "
                          "'auto'")
     return torch.device(device)
+
+def world() -> tuple[int, int]: # (number of processes, this process's rank)
+    "The size of torch.distributed's default group and this process's rank; (1, 0) without one."
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size(), dist.get_rank()
+    return 1, 0
 
 @contextlib.contextmanager
 def cpu_threads(
@@ -511,9 +535,15 @@ def _set_rng_state(state: dict, generator: torch.Generator) -> None:
 # %% ../nbs/09_training.ipynb #7b4caeae
 def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
     "The encoder and projection head of a run, initialised from torch's global generator."
-    if config.encoder == 'resnet18': encoder = resnet18_small()
-    else: encoder = SmallCNN(width=config.width, blocks=config.blocks)
-    return encoder, ProjectionHead(encoder.feature_dim, config.head_hidden, config.embed_dim)
+    if config.encoder == 'resnet18': encoder = resnet18_small(norm=config.norm)
+    else: encoder = SmallCNN(width=config.width, blocks=config.blocks, norm=config.norm)
+    head = ProjectionHead(encoder.feature_dim, config.head_hidden, config.embed_dim,
+                          norm=config.norm)
+    return encoder, head
+
+def _rank_seed(seed: int, rank: int) -> int:
+    "A seed of its own for each process's augmentation, from the run's seed and the rank."
+    return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
 
 def _optimizer(config: TrainConfig, parameters: list[Tensor]) -> torch.optim.Optimizer:
     lr, wd = config.lr, config.weight_decay
@@ -536,6 +566,12 @@ class Trainer:
         if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
             raise TypeError(f"run_dir must be a str, a Path or None, got {type(run_dir).__name__}")
         self.config, self.run_dir = config, None if run_dir is None else Path(run_dir)
+        self.world_size, self.rank = world()
+        if config.batch_size % self.world_size or config.batch_size < 2 * self.world_size:
+            raise ValueError(f"batch_size ({config.batch_size}) is the global batch: it must split "
+                             f"into {self.world_size} equal parts of at least 2 sources, one per "
+                             "process")
+        self.local_batch = config.batch_size // self.world_size
         self.device = select_device(config.device)
         self.dtype = PRECISIONS[config.precision]
         self.data = load_datasets(config) if datasets is None else datasets
@@ -552,6 +588,10 @@ class Trainer:
         if not isinstance(self.method, ContrastiveMethod):
             raise TypeError(f"method {config.method!r} built a {type(self.method).__name__}, "
                             "not a ContrastiveMethod")
+        if self.world_size > 1 and self.method.per_process_state:
+            raise ValueError(f"method {config.method!r} keeps {self.method.per_process_state} that "
+                             f"each of the {self.world_size} processes would fill differently; "
+                             "run it in one process, or use a two-view method such as simclr")
         self.encoder = encoder
         self.method.to(self.device)
         if config.channels_last: self.method.to(memory_format=torch.channels_last)
@@ -564,15 +604,35 @@ class Trainer:
         if self.dtype != torch.float32: self.method.autocast = self._autocast
         self.scaler = torch.amp.GradScaler(self.device.type,
                                            enabled=config.precision == 'float16')
-        self.generator = torch.Generator().manual_seed(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)  # the shuffle: every process
+        self.view_generator = self.generator  # augmentation: one generator per process
+        if self.world_size > 1:
+            self.view_generator = torch.Generator().manual_seed(_rank_seed(config.seed, self.rank))
+            self._broadcast(self.method.parameters())  # every process starts from rank 0's weights
+            self._broadcast(self.method.buffers())
         self.step, self.order, self.history, self.monitor = 0, None, [], []
+
+    def _broadcast(self, tensors: Iterator[Tensor]) -> None:
+        "Rank 0's values of `tensors` in every process."
+        with torch.no_grad():
+            for t in tensors: dist.broadcast(t, 0)
+
+    def _average_gradients(self, loss: Tensor) -> Tensor:
+        "Average `.grad` and the loss over processes in one all-reduce; return the mean loss."
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
+        flat = torch.cat([g.reshape(-1) for g in grads] + [loss.reshape(1).to(grads[0])])
+        dist.all_reduce(flat)
+        flat /= self.world_size
+        for p, part in zip(self.parameters, flat[:-1].split([p.numel() for p in self.parameters])):
+            p.grad = part.view_as(p).clone()
+        return flat[-1]
 
     def _autocast(self):
         if self.dtype == torch.float32: return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.dtype)
 
     def _views(self, batch: Tensor) -> list[Tensor]:
-        views = [augment_batch(batch, self.policy, self.generator)
+        views = [augment_batch(batch, self.policy, self.view_generator)
                  for _ in range(self.method.n_views)]
         if self.config.channels_last:
             views = [v.contiguous(memory_format=torch.channels_last) for v in views]
@@ -580,22 +640,25 @@ class Trainer:
 
     def train_step(self) -> float:
         "One optimiser step on the next batch; returns its loss."
-        b, pos = self.config.batch_size, self.step % self.steps_per_epoch
+        pos = self.step % self.steps_per_epoch
         if pos == 0:
             self.order = torch.randperm(len(self.images), generator=self.generator)
-        idx = self.order[pos * b:(pos + 1) * b].to(self.device)
+        start = pos * self.config.batch_size + self.rank * self.local_batch  # this process's part
+        idx = self.order[start:start + self.local_batch].to(self.device)
         views = self._views(self.images[idx])
-        loss = self.method.loss(views, idx, self.labels[idx], self.generator)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.method.loss_backward(views, idx, self.labels[idx], self.view_generator,
+                                         self.scaler.scale)
+        if self.world_size > 1: loss = self._average_gradients(loss)
         value = loss.item()
-        if not math.isfinite(value):
+        if not math.isfinite(value):  # the mean over processes: they all stop together
             raise FloatingPointError(f"the loss is {value} at step {self.step}: lower lr, or "
                                      "use bfloat16 or float32 instead of float16")
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.scheduler.step()
         self.method.after_step()
+        if self.world_size > 1: self._broadcast(self.method.buffers())  # BatchNorm's, as DDP
         self.step += 1
         return value
 
@@ -610,9 +673,18 @@ class Trainer:
             f_query = embed(self.encoder, query.images, device=self.device)
         return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=self.config.knn_k)
 
+    def _process_rng(self) -> Tensor:
+        "Every process's global torch state and augmentation generator, one row per rank."
+        mine = torch.cat([torch.get_rng_state(), self.view_generator.get_state()])
+        rows = [torch.empty_like(mine) for _ in range(self.world_size)]
+        dist.all_gather(rows, mine)
+        return torch.stack(rows)
+
     def state_dict(self) -> dict:
-        "Everything to continue the run exactly: tensors and plain containers only."
+        "Everything to continue the run exactly (every process must call it under torchrun)."
+        process_rng = self._process_rng() if self.world_size > 1 else None
         return {'format': 1, 'config': self.config.to_dict(), 'step': self.step,
+                'world_size': self.world_size, 'process_rng': process_rng,
                 'epoch': self.step // self.steps_per_epoch,
                 'model': self.method.state_dict(), 'optimizer': self.optimizer.state_dict(),
                 'scheduler': self.scheduler.state_dict(), 'scaler': self.scaler.state_dict(),
@@ -624,21 +696,32 @@ class Trainer:
         "Continue from a `state_dict`."
         if state.get('config') != self.config.to_dict():
             raise CheckpointError("the checkpoint was written by a run with other settings")
+        if state.get('world_size', 1) != self.world_size:
+            raise CheckpointError(f"the checkpoint was written by {state['world_size']} "
+                                  f"process(es), this run has {self.world_size}: resume with "
+                                  f"torchrun --nproc-per-node {state['world_size']}")
         self.method.load_state_dict(state['model'])
         self.optimizer.load_state_dict(state['optimizer'])
         self.scheduler.load_state_dict(state['scheduler'])
         self.scaler.load_state_dict(state['scaler'])
         _set_rng_state(state['rng'], self.generator)
+        if self.world_size > 1:
+            row, n = state['process_rng'][self.rank], len(torch.get_rng_state())
+            # clones: Generator.set_state reads a view's storage from its start (torch 2.14 crashes)
+            torch.set_rng_state(row[:n].clone())
+            self.view_generator.set_state(row[n:].clone())
         self.step, self.order = state['step'], state['order']
         self.history = [tuple(r) for r in state['history']]
         self.monitor = [tuple(r) for r in state['monitor']]
 
     def checkpoint(self) -> Path:
-        "Save a checkpoint in run_dir/checkpoints, keep the previous one, delete older ones."
+        "Save a checkpoint in run_dir/checkpoints (rank 0 writes), keep the previous one."
         folder = self.run_dir / 'checkpoints'
-        path = save_checkpoint(self.state_dict(), folder / f'step-{self.step:08d}.pt')
-        for old in sorted(folder.glob('step-*.pt'))[:-2]: old.unlink()
-        self.write_metrics()
+        path, state = folder / f'step-{self.step:08d}.pt', self.state_dict()
+        if self.rank == 0:
+            save_checkpoint(state, path)
+            for old in sorted(folder.glob('step-*.pt'))[:-2]: old.unlink()
+            self.write_metrics()
         return path
 
     def write_metrics(self) -> None:
@@ -655,12 +738,13 @@ class Trainer:
     def fit(self) -> dict:
         "Train to the end (from wherever the run is), checkpointing and monitoring on the way."
         c = self.config
-        if self.run_dir is not None:
+        writes = self.run_dir is not None and self.rank == 0  # one process writes files and logs
+        if writes:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / 'config.json').write_text(json.dumps(c.to_dict(), indent=1) + '\n')
             (self.run_dir / 'config.toml').write_text(c.to_toml())
         self.method.train()
-        bar = tqdm(total=self.total_steps, initial=self.step, disable=not c.progress,
+        bar = tqdm(total=self.total_steps, initial=self.step, disable=not c.progress or self.rank,
                    desc=f"{c.method} on {c.dataset}", unit='step', mininterval=1)
         with cpu_threads(c.threads), bar:
             while self.step < self.total_steps:
@@ -684,7 +768,7 @@ class Trainer:
                         or (not c.checkpoint_every and epoch_end)):
                     self.checkpoint()
             report = self.report()
-        if self.run_dir is not None:
+        if writes:
             (self.run_dir / 'report.json').write_text(json.dumps(report, indent=1) + '\n')
         return report
 

@@ -13,11 +13,20 @@ def _encoder():
     cnn = models.SmallCNN(width=4, blocks=2, norm='group')
     return torch.nn.Sequential(cnn, models.ProjectionHead(cnn.feature_dim, 8, 4, norm='group'))
 
+def _global_simclr_loss(d, temperature, cache_chunk, loss_chunk):
+    torch.manual_seed(0)
+    cnn, head = _encoder()
+    method = d.GlobalSimCLR(cnn, head, temperature, cache_chunk, loss_chunk)
+    return method.loss_backward([images(), images(seed=1)], torch.arange(4), torch.zeros(4, dtype=torch.long),
+                                torch.Generator().manual_seed(0), lambda loss: loss)
+
 def cases():
     d = _mod('distributed')
     nt_xent = _mod('infonce').nt_xent
     return {
-        'world': [Case(d.world, {})],
+        'GlobalSimCLR': [Case(lambda temperature, cache_chunk, loss_chunk:
+                              _global_simclr_loss(d, temperature, cache_chunk, loss_chunk),
+                              dict(temperature=0.5, cache_chunk=3, loss_chunk=2))],
         'free_port': [Case(d.free_port, {}, deterministic=False)],
         'all_gather_rows': [Case(d.all_gather_rows, dict(x=feats(), gather='exact'), choices=('gather',),
                                  nan_ok=('x',))],

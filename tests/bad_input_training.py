@@ -9,12 +9,12 @@ CONSTANTS = {'METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'EN
 
 SETTINGS = dict(method='simclr', dataset='shapes', data_root='', n_train=24, n_test=8, data_seed=0, val_fraction=0.25,
                 image_size=8, crop_min_scale=0.08, jitter_strength=0.5, grayscale_p=0.2, blur_p=0.5, encoder='small_cnn', width=4,
-                blocks=2, head_hidden=8, embed_dim=4, batch_size=6, epochs=1, optimizer='adam', lr=1e-3,
+                blocks=2, norm='batch', head_hidden=8, embed_dim=4, batch_size=6, epochs=1, optimizer='adam', lr=1e-3,
                 weight_decay=1e-6, schedule='cosine', warmup_epochs=0, temperature=0.5, queue_size=16,
                 moco_momentum=0.99, bn_splits=1, symmetric=False, bank_k=8, bank_momentum=0.5, hard_weight=0.5, num_hard=0,
-                tau_plus=0.1, beta=1.0, chunk_size=0, device='cpu', precision='float32', channels_last=False,
+                tau_plus=0.1, beta=1.0, chunk_size=0, grad_cache_chunk=0, device='cpu', precision='float32', channels_last=False,
                 compile=False, threads=1, seed=0, knn_every=1, knn_k=5, checkpoint_every=0, progress=False)
-CHOICES = ('method', 'dataset', 'encoder', 'optimizer', 'schedule', 'device', 'precision')
+CHOICES = ('method', 'dataset', 'encoder', 'norm', 'optimizer', 'schedule', 'device', 'precision')
 
 def _tmp() -> Path: return Path(tempfile.mkdtemp(prefix='bad_input_training_'))
 
@@ -62,6 +62,7 @@ def cases():
         'TwoViewMethod': [Case(two_view_loss, dict(view1=images(4, 8), view2=images(4, 8, seed=1)), 'loss',
                                aliases={'view1': view_names, 'view2': view_names})],
         'load_datasets': [Case(t.load_datasets, dict(config=config))],
+        'world': [Case(t.world, {})],
         'select_device': [Case(t.select_device, dict(device='cpu'), choices=('device',))],
         'cpu_threads': [Case(threads, dict(n=1))],
         'lr_factor': [Case(t.lr_factor, dict(step=3, total=10, warmup=2, schedule='cosine'), choices=('schedule',))],
