@@ -1,5 +1,6 @@
-"""The built wheel installs into a fresh virtual environment and works there, course data included."""
-import shutil, subprocess, sys, sysconfig, zipfile
+"""The built wheel installs into a fresh virtual environment and works there: course data included, and its
+`contrastive-nb train` command trains in one process and under torchrun."""
+import os, shutil, socket, subprocess, sys, sysconfig, zipfile
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,21 @@ def test_wheel_installs_and_imports(tmp_path):
     assert out.returncode == 0, out.stderr
     version, n_tickets, n_shapes = out.stdout.split()
     assert int(n_tickets) >= 300 and n_shapes == '4'
+
+    # the installed command, in one process and under torchrun (2 gloo processes on 127.0.0.1)
+    tiny = ['--n-train', '96', '--n-test', '16', '--image-size', '16', '--width', '4', '--blocks', '2',
+            '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '16', '--epochs', '1', '--threads', '1',
+            '--progress', 'false']
+    out = subprocess.run([str(venv / 'bin' / 'contrastive-nb'), 'train', *tiny, '--run-dir', 'one'], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert '"step": 5' in out.stdout and (tmp_path / 'one' / 'report.json').exists()
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    out = subprocess.run([str(py), '-m', 'torch.distributed.run', '--nproc-per-node=2', '--master-addr=127.0.0.1',
+                          f'--master-port={port}', '-m', 'contrastive_nb.cli', 'train', *tiny, '--run-dir', 'two',
+                          '--method', 'simclr_global', '--norm', 'group', '--grad-cache-chunk', '4'],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count('"step": 5') == 1 and (tmp_path / 'two' / 'report.json').exists()
