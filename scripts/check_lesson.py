@@ -45,6 +45,7 @@ def main() -> int:
     except CellExecutionError as e: error = str(e).strip().splitlines()[-1]
     seeds = '-'.join(map(str, args.seeds))
     out = args.out / f'{path.stem}_seeds{seeds}_threads{args.threads}.ipynb'
+    out.parent.mkdir(parents=True, exist_ok=True)  # before this, a missing folder lost the verdict
     nbformat.write(nb, out)
     status = f'FAILED: {error}' if error else 'every cell ran'
     print(f'{path.name}, seeds {args.seeds}, {args.threads} thread(s): {status} '
