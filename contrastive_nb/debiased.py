@@ -15,7 +15,8 @@ from torch import Tensor
 
 from ._checks import check_choice, check_int, check_number, check_tensor
 from .hard_negatives import importance_weighted_negatives
-from .infonce import _check_options, _nt_xent_inputs, _reduce, _unit_rows
+from .infonce import (_check_options, _nt_xent_inputs, _reduce, _unit_rows,
+                                    floor_at_zero)
 from .pairs import _as_ids
 
 # %% auto #0
@@ -160,8 +161,8 @@ def _multi_positive(
     lse = logits.masked_fill(itself, -math.inf).logsumexp(1)       # (A,) the denominator
     count = positives.sum(1).to(logits.dtype)
     if variant == 'out':
-        return lse - logits.masked_fill(~positives, 0).sum(1) / count
-    return lse - logits.masked_fill(~positives, -math.inf).logsumexp(1) + count.log()
+        return floor_at_zero(lse - logits.masked_fill(~positives, 0).sum(1) / count)
+    return floor_at_zero(lse - logits.masked_fill(~positives, -math.inf).logsumexp(1) + count.log())
 
 # %% ../nbs/08_debiased.ipynb #03452c28
 def false_negative_loss(
@@ -184,7 +185,7 @@ def false_negative_loss(
     flagged[rows, partner] = False                         # the partner stays the positive
     if mode == 'eliminate':
         lse = logits.masked_fill(itself | flagged, -math.inf).logsumexp(1)
-        return _reduce(lse - pos, reduction)
+        return _reduce(floor_at_zero(lse - pos), reduction)
     flagged[rows, partner] = True                          # attract: the partner and the flagged
     return _reduce(_multi_positive(logits, flagged, itself, 'out'), reduction)
 

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
                                     check_tensor)
 from .augment import AugmentationPolicy, augment_batch
-from .infonce import _nt_xent_inputs, _row_logsumexp, nt_xent
+from .infonce import _nt_xent_inputs, _row_logsumexp, floor_at_zero, nt_xent
 from .models import ProjectionHead, SmallCNN
 from .moco import MoCoQueue
 from .training import TrainConfig, TwoViewMethod, register_method, world
@@ -128,7 +128,7 @@ def global_nt_xent(
         pos = (a * views[order][:, partner].flatten(0, 1)).sum(1)
     # a view's own column is the diagonal of a @ keys.T: left out of the log-sum-exp
     lse = _row_logsumexp(a, keys, max_logit, skip_diagonal=True, chunk_size=chunk_size)
-    return (lse - pos).mean()
+    return floor_at_zero(lse - pos).mean()
 
 # %% ../nbs/10_distributed.ipynb #c6be8662
 def free_port() -> int: # a TCP port on 127.0.0.1 that nothing listens on now

@@ -16,7 +16,7 @@ from ._checks import (check_choice, check_indices, check_int, check_number,
                                     check_positive_int, check_probability, check_temperature,
                                     check_tensor)
 from .infonce import (_check_two_views, _info_nce_inputs, _nt_xent_inputs, _reduce,
-                                    info_nce)
+                                    floor_at_zero, info_nce)
 from .moco import MoCo, MoCoQueue, _check_views, _output_dim
 from .pairs import instance_ids, pair_masks
 from .similarity import _unit, l2_normalize
@@ -206,7 +206,7 @@ def importance_weighted_nt_xent(
     check_choice(reduction, 'reduction', ('mean', 'sum', 'none'))
     positive, log_negatives = importance_weighted_negatives(z1, z2, temperature, beta,
                                                             detach_weights)
-    return _reduce(torch.logaddexp(positive, log_negatives) - positive, reduction)
+    return _reduce(floor_at_zero(torch.logaddexp(positive, log_negatives) - positive), reduction)
 
 # %% ../nbs/07_hard_negatives.ipynb #327dfe61
 def mix_hard_negatives(

@@ -22,7 +22,7 @@ from .augment import AugmentationPolicy, augment_batch
 from .similarity import _unit
 
 # %% auto #0
-__all__ = ['REDUCTIONS', 'info_nce', 'nt_xent', 'train_on_pairs', 'train_simclr']
+__all__ = ['REDUCTIONS', 'floor_at_zero', 'info_nce', 'nt_xent', 'train_on_pairs', 'train_simclr']
 
 # %% ../nbs/03_infonce.ipynb #bf007a0c
 REDUCTIONS = ('mean', 'sum', 'none')
@@ -48,6 +48,14 @@ def _check_options(temperature, reduction: str, chunk_size) -> tuple[float | Ten
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss.mean() if reduction == 'mean' else loss.sum() if reduction == 'sum' else loss
+
+# %% ../nbs/03_infonce.ipynb #56f58527
+def floor_at_zero(
+    loss: Tensor, # per-row losses that are ≥ 0 in exact arithmetic
+) -> Tensor: # the same values with rounding below 0 lifted to 0; the gradient is unchanged
+    "Lift rounding below zero to exactly 0, keeping the gradient (a straight-through correction)."
+    # x + (0 − x) is exactly 0 in IEEE arithmetic, and x + (x − x) exactly x
+    return loss + (loss.clamp_min(0) - loss).detach()
 
 # %% ../nbs/03_infonce.ipynb #8535a7e8
 def _info_nce_inputs(query, positive, negatives, temperature, reduction, chunk_size):
@@ -108,7 +116,7 @@ def info_nce(
         lse = torch.logaddexp(pos, _row_logsumexp(a, n, max_logit, chunk_size=chunk_size))
     else:                                              # candidates: own positive + own K
         lse = torch.logsumexp(torch.cat([pos[:, None], torch.einsum('nd,nkd->nk', a, n)], 1), 1)
-    return _reduce(lse - pos, reduction)               # (N,) −log p₊ = lse − positive logit
+    return _reduce(floor_at_zero(lse - pos), reduction)  # (N,) −log p₊ = lse − positive logit
 
 # %% ../nbs/03_infonce.ipynb #fb19a3d2
 def nt_xent(
@@ -124,7 +132,7 @@ def nt_xent(
     pos = (a * z.roll(len(z) // 2, 0)).sum(1)          # (2N,) view i's partner sits N rows away
     # (2N,) log-sum-exp over the other 2N − 1 views: the diagonal (a view with itself) is left out
     lse = _row_logsumexp(a, z, max_logit, skip_diagonal=True, chunk_size=chunk_size)
-    return _reduce(lse - pos, reduction)
+    return _reduce(floor_at_zero(lse - pos), reduction)
 
 # %% ../nbs/03_infonce.ipynb #ef6b7abf
 def _shift_free(max_logit: float, columns: int, dtype: torch.dtype) -> bool:
