@@ -139,16 +139,27 @@ def check_tensor(
     return x
 
 # %% ../nbs/checks.ipynb #5adf2f38
+_MASK_DTYPES = (torch.bool, torch.uint8)  # the dtypes torch's indexing reads as a mask
+
 def check_indices(
     indices, # the argument to check
     name: str, # its name, for the message
-    size: int, # valid indices lie in [0, size)
+    size: int | None, # valid indices lie in [0, size); None: no upper bound
 ) -> Tensor: # `indices` as 1-D int64
-    "1-D integer indices in [0, size); a mask, a float, a negative or too large index raises."
+    "1-D integer indices in [0, size); a mask (bool, uint8), a float, an index out of range raise."
+    if isinstance(indices, Tensor) and indices.dtype in _MASK_DTYPES:
+        # Refused, not converted: the caller's own `x[indices]` next to this call would still
+        # select by truthiness, so an int64 copy made here would hide the mistake, not fix it.
+        fix = ("mask.nonzero().squeeze(1) gives its indices" if indices.dtype == torch.bool
+               else "convert row numbers with .long()")
+        raise TypeError(f"{name} must hold int64 (or int32) indices, got {indices.dtype}, which "
+                        "torch reads as a boolean mask (the rows where it is nonzero), not as row "
+                        f"numbers; {fix}")
     check_tensor(indices, name, ndim=1, dtype='int')
-    bad = (indices < 0) | (indices >= size)
+    wide = indices.long()  # compared in int64: in int8 or int16 a bound of 300 or 70 000 wraps
+    bad = (wide < 0) if size is None else (wide < 0) | (wide >= size)
     if bad.any():
-        raise ValueError(f"{name} must lie in [0, {size - 1}] for {size} rows, "
-                         f"got {indices[bad][:5].tolist()} (negatives are refused, "
-                         "not counted from the end)")
-    return indices.long()
+        span = "be row numbers >= 0" if size is None else f"lie in [0, {size - 1}] for {size} rows"
+        raise ValueError(f"{name} must {span}, got {wide[bad][:5].tolist()} (negatives are "
+                         "refused, not counted from the end)")
+    return wide

@@ -52,15 +52,11 @@ def merge_duplicates(
     embeddings: Tensor, # (N, D) one embedding per index
 ) -> tuple[Tensor, Tensor]: # (U,) distinct rows, increasing; (U, D) the mean embedding of each
     "Collapse repeated indices into one, with the mean of their embeddings; order-independent."
-    check_tensor(indices, 'indices', ndim=1, dtype='int')
+    indices = check_indices(indices, 'indices', None)  # no upper bound here: the bank has its own
     check_tensor(embeddings, 'embeddings', ndim=2, dtype='float', finite=True)
     if len(embeddings) != len(indices):
         raise ValueError(f"embeddings must have one row per index: {len(indices)} indices, "
                          f"got {len(embeddings)} embeddings")
-    if (indices < 0).any():
-        negative = indices[indices < 0][:5].tolist()
-        raise ValueError(f"indices must be row numbers >= 0, got {negative}")
-    indices = indices.long()
     unique, inverse, counts = torch.unique(indices, return_inverse=True, return_counts=True)
     if len(unique) == len(indices):  # nothing repeated: just sort
         order = torch.argsort(indices)

@@ -343,6 +343,58 @@ def test_bad_input_gets_a_clear_error(call, error, match):
     with pytest.raises(error, match=match): call()
     assert torch.equal(BANK.memory, before)  # a refused update leaves the bank as it was
 
+# --- index dtypes: a uint8 or bool tensor is a mask to torch; bounds are compared in int64 ------------------
+
+def _index_calls(bank: MemoryBank) -> dict:
+    "Every public way into the bank by index, each taking only the indices."
+    n = len(bank)
+    return {'forward': lambda i: bank(i),
+            'update': lambda i: bank.update(i, torch.randn(len(i), bank.dim)),
+            'sample_negatives': lambda i: bank.sample_negatives(i, 3),
+            'sample_shared_negatives': lambda i: bank.sample_shared_negatives(i, 3),
+            'negative_indices': lambda i: negative_indices(i, n, 3),
+            'shared_negative_indices': lambda i: shared_negative_indices(i, n, 3),
+            'merge_duplicates': lambda i: merge_duplicates(i, torch.randn(len(i), bank.dim)),
+            'bank_staleness': lambda i: bank_staleness(bank, nn.Identity(), nn.Identity(),
+                                                       torch.rand(len(i), bank.dim, 1, 1), i)}
+
+@pytest.mark.parametrize('name', list(_index_calls(BANK)))
+def test_a_uint8_index_as_long_as_the_bank_is_refused_not_read_as_a_mask(name):
+    mask_like = torch.tensor([1, 0] * 5, dtype=torch.uint8)  # 10 entries for 10 rows: a valid mask
+    before = BANK.memory.clone()
+    with pytest.raises(TypeError, match=r'indices must hold int64 \(or int32\) indices, got torch.uint8'
+                                        '.*boolean mask'):
+        _index_calls(BANK)[name](mask_like)
+    assert torch.equal(BANK.memory, before)  # nothing written: a bit-for-bit copy compares equal
+
+@pytest.mark.parametrize('name', list(_index_calls(BANK)))
+def test_bool_indices_are_refused_everywhere(name):
+    with pytest.raises(TypeError, match='boolean mask'): _index_calls(BANK)[name](torch.arange(10) < 5)
+
+def test_a_uint8_250_on_a_300_row_bank_is_refused_as_a_mask_not_as_out_of_range():
+    bank = MemoryBank(300, 4)
+    for name, call in _index_calls(bank).items():  # in uint8, 300 wraps to 44: 250 looked too large
+        with pytest.raises(TypeError, match=r'uint8.*\.long\(\)'):
+            call(torch.tensor([250], dtype=torch.uint8))
+
+@pytest.mark.parametrize('dtype', [torch.int8, torch.int16, torch.int32])
+def test_small_integer_indices_work_on_a_300_row_bank(dtype):
+    bank = MemoryBank(300, 4, momentum=0.0)
+    idx = torch.tensor([100, 5, 100], dtype=dtype)  # 100 < 300, but 300 wraps to 44 in int8
+    assert torch.equal(bank(idx), bank.memory[[100, 5, 100]])  # a gather copies rows exactly
+    for name, call in _index_calls(bank).items():
+        call(idx)  # no error
+    neg = bank.sample_negatives(idx, 299, torch.Generator().manual_seed(0)).argmax(-1)
+    assert neg.shape == (3, 299)
+    rows = negative_indices(idx, 300, 299, torch.Generator().manual_seed(0))
+    assert not (rows == torch.tensor([[100], [5], [100]])).any()  # never the query's own row
+    shared = shared_negative_indices(idx, 300, 298, torch.Generator().manual_seed(0))
+    assert sorted(shared.tolist()) == [j for j in range(300) if j not in (5, 100)]
+    unique, _ = merge_duplicates(idx, torch.randn(3, 4))
+    assert unique.tolist() == [5, 100] and unique.dtype == torch.int64
+    bank.update(idx[1:2], torch.tensor([[0.0, 2.0, 0.0, 0.0]]))  # m = 0: row 5 becomes the input
+    assert torch.allclose(bank.memory[5], torch.tensor([0.0, 1.0, 0.0, 0.0]))
+
 # --- training ----------------------------------------------------------------------------------
 
 class TinyEncoder(nn.Module):
