@@ -17,12 +17,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_probability, check_temperature, check_tensor)
+from ._checks import (check_choice, check_indices, check_int, check_number,
+                                    check_positive_int, check_probability, check_temperature,
+                                    check_tensor)
 from .augment import (AugmentationPolicy, _check_generator, _check_range,
                                     _image_batch, _resized_crop, augment_batch, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
-from .infonce import REDUCTIONS, _check_options, _loss_value, _reduce, info_nce
+from .infonce import (REDUCTIONS, _check_options, _loss_value, _reduce,
+                                    floor_at_zero, info_nce)
 from .models import ProjectionHead, SmallCNN
 from .pairs import _as_ids, _generator, pair_masks, position_phrase
 from .similarity import _unit
@@ -48,6 +50,13 @@ def factor_classes(
     "The words a caption uses for each class of a factor, in the order of `factor_labels`."
     return _CLASSES[check_choice(factor, 'factor', CAPTION_FACTORS)]
 
+def _require_columns(factors, columns: Sequence[str], why: str) -> None:
+    "A DataFrame `factors` holding every one of `columns`; else an error naming the missing ones."
+    if not isinstance(factors, pd.DataFrame):
+        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+    missing = [c for c in columns if c not in factors.columns]
+    if missing: raise ValueError(f"factors lacks the columns {missing} that {why} needs")
+
 def _numbers(factors: pd.DataFrame, column: str, low: float, high: float) -> np.ndarray:
     "A numeric factors column with every value finite and in [low, high]."
     values = factors[column].to_numpy()
@@ -64,10 +73,7 @@ def factor_labels(
 ) -> Tensor: # (N,) int64 class of each row, indexing `factor_classes(factor)`
     "Each row's class for one factor; position is the cell of a 3 × 3 grid, size small or large."
     check_choice(factor, 'factor', CAPTION_FACTORS)
-    if not isinstance(factors, pd.DataFrame):
-        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
-    missing = [c for c in _COLUMNS[factor] if c not in factors.columns]
-    if missing: raise ValueError(f"factors lacks the columns {missing} that {factor!r} needs")
+    _require_columns(factors, _COLUMNS[factor], repr(factor))
     if factor == 'size':
         scale = _numbers(factors, 'scale', 0.0, math.inf)
         return torch.as_tensor((scale >= SIZE_SPLIT).astype(np.int64))
@@ -220,14 +226,13 @@ class CaptionEncoder(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor: # (N, L) word ids -> (N, out_dim)
         check_tensor(tokens, 'tokens', ndim=2, dtype='int', nonempty=True)
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
-            raise ValueError(f"tokens must lie in [0, {self.vocab_size - 1}], got values in "
-                             f"[{tokens.min()}, {tokens.max()}]")
+        # Word ids index the embedding's rows: the shared check (no uint8 masks, bounds in int64).
+        tokens = check_indices(tokens.flatten(), 'tokens', self.vocab_size).view(tokens.shape)
         words = tokens > 0
         if tokens.shape[1] == 0 or not words.any(1).all():
             raise ValueError("every row of tokens needs at least one word (ids > 0)")
         weight = words.to(self.embedding.weight.dtype).unsqueeze(-1)  # (N, L, 1): 0 at padding
-        bag = (self.embedding(tokens.long()) * weight).sum(1) / weight.sum(1)  # (N, dim) mean
+        bag = (self.embedding(tokens) * weight).sum(1) / weight.sum(1)  # (N, dim) mean
         return self.net(bag)
 
 # %% ../nbs/12_clip.ipynb #fb152597
@@ -318,9 +323,13 @@ def clip_loss(
     target = torch.arange(len(i), device=i.device)         # the pairs lie on the diagonal
     image_to_text = F.cross_entropy(logits, target, reduction='none')  # rows: over captions
     text_to_image = F.cross_entropy(logits.T, target, reduction='none')  # columns: over images
+    # Each −log p is >= 0, but rounding can dip below: lifted to 0, the gradient kept as it is.
+    image_to_text, text_to_image = floor_at_zero(image_to_text), floor_at_zero(text_to_image)
     return _reduce((image_to_text + text_to_image) / 2, reduction)
 
 # %% ../nbs/12_clip.ipynb #f194101b
+_CROP_COLUMNS = ('x', 'y', 'scale')
+
 def crop_views(
     images: Tensor, # (N, 3, H, W) float in [0, 1] (or uint8)
     factors: pd.DataFrame, # their factors: x, y and scale at least
@@ -330,8 +339,7 @@ def crop_views(
 ) -> tuple[Tensor, pd.DataFrame]: # (N, 3, H, W) views, and the factors of what each view shows
     "Random crops and flips, and the factors moved with them: captions of the views stay true."
     images = _image_batch(images)
-    if not isinstance(factors, pd.DataFrame):
-        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+    _require_columns(factors, _CROP_COLUMNS, 'crop_views')  # the factors a crop moves
     if len(factors) != len(images):
         raise ValueError(f"factors has {len(factors)} rows for {len(images)} images")
     x, y = (_numbers(factors, c, 0.0, 1.0) for c in ('x', 'y'))
@@ -387,6 +395,7 @@ def train_clip(
         raise ValueError(f"factors has {len(factors)} rows for {len(images)} images")
     detail, templates = _check_detail(detail), _check_templates(templates)
     views = _check_views(views)
+    if views == 'crop': _require_columns(factors, _CROP_COLUMNS, "views='crop'")  # up front
     for f in detail: factor_labels(factors, f)  # every captioned factor is readable, up front
     for t in templates: model.tokenizer([_fill(t, {})])  # and every template's words are known
     epochs = check_positive_int(epochs, 'epochs')

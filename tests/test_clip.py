@@ -256,3 +256,89 @@ def test_temperature_parameter_is_clamped_after_every_step():
     _, model = tiny_run(lr=5.0)
     assert model.temperature.log_scale.item() <= math.log(100) + 1e-6
     assert model.temperature.log_scale.item() >= 0 - 1e-6
+
+# --- factors without the columns a function reads ---------------------------------------------------------------
+
+@pytest.mark.parametrize('drop, missing', [(['scale'], r"\['scale'\]"), (['x', 'y'], r"\['x', 'y'\]")])
+def test_crop_views_names_the_missing_factor_columns(drop, missing):
+    data = make_shapes(4, size=8, seed=0)
+    with pytest.raises(ValueError, match=rf"factors lacks the columns {missing} that crop_views needs"):
+        crop_views(data.images, data.factors.drop(columns=drop))
+
+def test_train_clip_with_crops_refuses_factors_without_scale_before_training():
+    data = make_shapes(32, size=8, seed=3)
+    torch.manual_seed(0)
+    model = TinyCLIP(width=4, blocks=2, embed_dim=8)
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(ValueError, match=r"factors lacks the columns \['scale'\] that views='crop' needs"):
+        train_clip(model, data.images, data.factors.drop(columns='scale'), epochs=1, batch_size=16,
+                   progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # not one step taken
+    # without crops, and captions that do not say the size, scale is never read
+    history = train_clip(model, data.images, data.factors.drop(columns='scale'), views='none', epochs=1,
+                         batch_size=16, progress=False)
+    assert len(history) == 2
+
+def test_factor_labels_and_describe_name_the_missing_columns():
+    f = make_shapes(4, size=8, seed=0).factors
+    with pytest.raises(ValueError, match=r"factors lacks the columns \['scale'\] that 'size' needs"):
+        describe(f.drop(columns='scale'), ('size', 'shape'))
+    with pytest.raises(ValueError, match=r"\['x'\] that 'position' needs"):
+        caption_ids(f.drop(columns='x'), ('position',))
+
+# --- word ids are indices: the shared check -----------------------------------------------------------------------
+
+def test_caption_encoder_refuses_uint8_ids_and_compares_bounds_in_int64():
+    torch.manual_seed(0)
+    enc = CaptionEncoder(300, 4, 3)
+    ids = torch.tensor([[100, 5, 0]])
+    want = enc(ids)
+    for dtype in (torch.int8, torch.int16, torch.int32):  # 300 wraps to 44 in int8: 100 is still valid
+        torch.testing.assert_close(enc(ids.to(dtype)), want)
+    with pytest.raises(TypeError, match=r'tokens must hold int64 \(or int32\) indices, got torch.uint8'):
+        enc(ids.to(torch.uint8))
+    with pytest.raises(ValueError, match=r'tokens must lie in \[0, 299\] for 300 rows, got \[300\]'):
+        enc(torch.tensor([[1, 300]]))
+    with pytest.raises(ValueError, match='negatives are refused'): enc(torch.tensor([[1, -1]]))
+
+# --- the loss is never negative ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
+@pytest.mark.parametrize('ids', [None, torch.tensor([0])])
+def test_a_single_pair_of_identical_embeddings_costs_zero_never_less(dtype, ids):
+    z = torch.randn(1, 7, generator=torch.Generator().manual_seed(0), dtype=dtype)
+    for tau in (1.0, 0.07, 0.01):
+        for reduction in ('mean', 'sum', 'none'):
+            loss = clip_loss(z, z.clone(), tau, ids, reduction)
+            assert (loss >= 0).all() and (loss < 1e-6).all(), (tau, reduction, loss)
+
+def _directions(zi, zt, tau, ids):
+    "−log p of each pair, image→text and text→image, written out with log_softmax (no cross_entropy)."
+    logits = F.normalize(zi, dim=1) @ F.normalize(zt, dim=1).T / tau
+    same = (ids[:, None] == ids[None, :]) & ~torch.eye(len(ids), dtype=torch.bool)
+    logits = logits.masked_fill(same, -math.inf)
+    return -logits.log_softmax(1).diagonal(), -logits.log_softmax(0).diagonal()
+
+def test_rounding_below_zero_is_lifted_to_zero_and_the_gradient_is_unchanged(monkeypatch):
+    g = torch.Generator().manual_seed(9)
+    zi = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    zt = torch.cat([zi[:3] + 1e-3 * torch.randn(3, 4, generator=g, dtype=torch.float64),
+                    torch.randn(3, 4, generator=g, dtype=torch.float64)])  # pairs 0-2 almost perfect
+    ids, shift = torch.tensor([0, 1, 2, 3, 4, 3]), 1e-3
+    a, b = _directions(zi, zt, 0.05, ids)
+    assert (a[:3] < shift).all() and (a[3:] > shift).all()  # the shift pushes exactly rows 0-2 below 0
+    # A cross_entropy that rounds down by `shift`: what a kernel's last bits do, magnified.
+    plain = F.cross_entropy
+    monkeypatch.setattr(F, 'cross_entropy', lambda *args, **kw: plain(*args, **kw) - shift)
+    per_pair = clip_loss(zi, zt, 0.05, ids, reduction='none')
+    want = ((a - shift).clamp_min(0) + (b - shift).clamp_min(0)) / 2
+    torch.testing.assert_close(per_pair, want, atol=1e-12, rtol=1e-9)
+    assert (per_pair >= 0).all() and clip_loss(zi, zt, 0.05, ids) >= 0
+    # The gradient is that of the unfloored loss, on the lifted rows too (a clamp would zero it there).
+    leaves = [x.clone().requires_grad_() for x in (zi, zt, torch.tensor(0.05, dtype=torch.float64))]
+    clip_loss(*leaves, ids, reduction='sum').backward()
+    got = [x.grad for x in leaves]
+    ref = [x.detach().clone().requires_grad_() for x in leaves]
+    a, b = _directions(*ref, ids)
+    ((a + b) / 2).sum().backward()
+    for x, r in zip(got, ref): torch.testing.assert_close(x, r.grad, atol=1e-10, rtol=1e-7)
