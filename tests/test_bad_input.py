@@ -215,6 +215,7 @@ def _infonce():
                                            negatives=torch.randn(6, 3, 4, generator=gen(2))), 'per-query')],
         'nt_xent': [Case(i.nt_xent, dict(z1=feats(), z2=feats(seed=1), temperature=0.5, reduction='mean',
                                          chunk_size=3), choices=('reduction',))],
+        'floor_at_zero': [Case(i.floor_at_zero, dict(loss=feats(6, 1).squeeze(1)), nan_ok=('loss',))],
         'train_on_pairs': [Case(train_on_pairs, {**training, 'weight_decay': 1e-6}, aliases={'images': ('view',)})],
         'train_simclr': [Case(train_simclr, {**training, 'temperature': 0.5})],
     }
