@@ -23,8 +23,8 @@ from torch import distributed as dist
 
 from . import distributed as _distributed  # registers simclr_global (lesson 10)
 from .data import DatasetNotFoundError
-from .training import (CheckpointError, TrainConfig, Trainer, latest_checkpoint,
-                                     load_checkpoint, resume, world)
+from .training import (TrainConfig, Trainer, _check_new_run_dir,
+                                     _check_output_folder, _load_newest, resume, world)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']
@@ -88,8 +88,13 @@ def read_config_file(
         raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"config file {path} does not exist")
+    try: text = path.read_text(encoding='utf-8')  # TOML is UTF-8 by its specification
+    except UnicodeDecodeError as e:  # a binary file (a checkpoint, an image) given by mistake
+        raise ValueError(f"config file {path} is not a TOML or JSON text file: byte "
+                         f"{e.object[e.start]:#04x} at offset {e.start} is not UTF-8 "
+                         "text") from None
     if path.suffix == '.json':
-        try: values = json.loads(path.read_text())
+        try: values = json.loads(text)
         except json.JSONDecodeError as e: raise ValueError(f"{path} is not valid JSON: {e}")
     else:
         try: import tomllib
@@ -98,7 +103,7 @@ def read_config_file(
             except ModuleNotFoundError:
                 raise ValueError("reading TOML needs Python 3.11 or later, or the tomli package "
                                  "on Python 3.10: pip install tomli (or give a .json file)")
-        try: values = tomllib.loads(path.read_text())
+        try: values = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e: raise ValueError(f"{path} is not valid TOML: {e}")
     if not isinstance(values, dict):
         raise ValueError(f"{path} must hold a table of settings, got {type(values).__name__}")
@@ -122,19 +127,15 @@ def _train(args: argparse.Namespace) -> dict:
                                                    f"{time.strftime('%Y%m%d-%H%M%S')}")]
     if world()[0] > 1: dist.broadcast_object_list(run_dir, 0)  # rank 0's clock names the run
     run_dir = Path(run_dir[0])
-    if latest_checkpoint(run_dir) is not None:
-        raise ValueError(f"{run_dir} already holds a run: resume it with --resume {run_dir}, "
-                         "or choose another --run-dir")
+    _check_new_run_dir(run_dir)  # the same check as the Python train(), before any work
     trainer = Trainer(config, run_dir)
     if trainer.rank == 0:
         print(f"training {config.method} on {config.dataset} in {run_dir}", file=sys.stderr)
     return trainer.fit()
 
 def _evaluate(args: argparse.Namespace) -> dict:
-    path = latest_checkpoint(args.run_dir)
-    if path is None:
-        raise CheckpointError(f"run_dir {args.run_dir!r} holds no checkpoint to evaluate")
-    state = load_checkpoint(path)
+    _check_output_folder(Path(args.run_dir))  # evaluation.json goes there
+    path, state = _load_newest(Path(args.run_dir), 'evaluate')
     values = {**state['config'], 'device': args.device, 'progress': False}
     trainer = Trainer(TrainConfig.from_dict(values))
     trainer.method.load_state_dict(state['model'])

@@ -15,6 +15,7 @@ import math
 import os
 import random
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -37,10 +38,10 @@ from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
 from .moco import MoCo
 
 # %% auto #0
-__all__ = ['METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'register_method',
-           'register_dataset', 'ContrastiveMethod', 'TwoViewMethod', 'load_datasets', 'TrainConfig', 'select_device',
-           'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint',
-           'Trainer', 'latest_checkpoint', 'train', 'resume']
+__all__ = ['METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'RUNTIME_SETTINGS',
+           'register_method', 'register_dataset', 'ContrastiveMethod', 'TwoViewMethod', 'load_datasets', 'TrainConfig',
+           'select_device', 'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint',
+           'load_checkpoint', 'Trainer', 'latest_checkpoint', 'train', 'resume']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
 METHODS: dict[str, Callable] = {}  # name -> builder(config, encoder, head, n_train)
@@ -487,16 +488,31 @@ def save_checkpoint(
         raise ValueError(f"path must name a file, got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, 'wb') as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half of one
+    try:
+        with open(tmp, 'wb') as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
+    except BaseException:  # a failed or interrupted write (a full disk, Ctrl-C) leaves no litter
+        tmp.unlink(missing_ok=True)
+        raise
     with contextlib.suppress(OSError):  # make the rename itself durable (POSIX)
         folder = os.open(path.parent, os.O_RDONLY)
         try: os.fsync(folder)
         finally: os.close(folder)
     return path
+
+def _verify(path: Path) -> None:
+    "Check each record of the zip file `torch.save` writes against its CRC-32 (torch.load won't)."
+    try:
+        with zipfile.ZipFile(path) as archive: bad = archive.testzip()
+    except Exception as e:  # no zip directory: cut short (it sits at the end), or not torch.save's
+        raise CheckpointError(f"checkpoint {path} is damaged or truncated and cannot be read "
+                              f"({type(e).__name__}: {str(e)[:120]})") from None
+    if bad is not None:  # a flipped bit: torch.load would return the damaged weights silently
+        raise CheckpointError(f"checkpoint {path} is damaged: its record {bad} fails its CRC-32 "
+                              "check")
 
 def load_checkpoint(
     path: str | Path, # a file written by `save_checkpoint`
@@ -506,6 +522,7 @@ def load_checkpoint(
         raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
     path = Path(path)
     if not path.is_file(): raise CheckpointError(f"checkpoint {path} does not exist")
+    _verify(path)
     try: state = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:
         raise CheckpointError(f"checkpoint {path} is damaged or truncated and cannot be read "
@@ -514,23 +531,37 @@ def load_checkpoint(
         raise CheckpointError(f"{path} is not a checkpoint of this trainer")
     return state
 
-def _rng_state(generator: torch.Generator) -> dict:
-    "Every random state a run uses, as tensors and plain values."
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    version, internal, gauss_next = random.getstate()
-    return {'torch': torch.get_rng_state(), 'generator': generator.get_state(),
-            'cuda': torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            'numpy': [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
-            'python': [version, list(internal), gauss_next]}
+# %% ../nbs/09_training.ipynb #e711c53c
+def _step_of(path: Path) -> int | None:
+    "The step in a checkpoint's name, step-00000012.pt -> 12; None for any other name."
+    digits = path.name.removeprefix('step-').removesuffix('.pt')
+    return int(digits) if digits.isascii() and digits.isdigit() else None
 
-def _set_rng_state(state: dict, generator: torch.Generator) -> None:
-    torch.set_rng_state(state['torch'])
-    generator.set_state(state['generator'])
-    if state['cuda'] and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state['cuda'])
-    kind, keys, pos, has_gauss, gauss = state['numpy']
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-    version, internal, gauss_next = state['python']
-    random.setstate((version, tuple(internal), gauss_next))
+def _checkpoints(run_dir: Path) -> list[Path]:
+    "A run's checkpoints, oldest first, by step as a number (as text, step-100000000 sorts first)."
+    found = [p for p in (run_dir / 'checkpoints').glob('step-*.pt') if _step_of(p) is not None]
+    return sorted(found, key=_step_of)
+
+def _verifies(path: Path) -> bool:
+    try: _verify(path)
+    except CheckpointError: return False
+    return True
+
+def _load_newest(
+    run_dir: Path, # a run folder
+    purpose: str, # what the checkpoint is for ('resume', 'evaluate'), for the messages
+) -> tuple[Path, dict]: # the newest checkpoint and its state
+    "A run's newest checkpoint, read; if it is damaged, the error names the newest that verifies."
+    found = _checkpoints(run_dir)
+    if not found:
+        raise CheckpointError(f"run_dir {str(run_dir)!r} holds no checkpoint to {purpose}")
+    try: return found[-1], load_checkpoint(found[-1])
+    except CheckpointError as e:
+        # read every older one: a hint that names a file must have checked that file
+        intact = next((p for p in reversed(found[:-1]) if _verifies(p)), None)
+        hint = (f"; {intact} is intact (its CRC-32 checks pass): move {found[-1].name} away to "
+                f"{purpose} from it" if intact else "; no older checkpoint of the run is intact")
+        raise CheckpointError(f"{e}{hint}") from None
 
 # %% ../nbs/09_training.ipynb #7b4caeae
 def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
@@ -553,6 +584,109 @@ def _optimizer(config: TrainConfig, parameters: list[Tensor]) -> torch.optim.Opt
         return torch.optim.SGD(parameters, lr=lr, momentum=0.9, weight_decay=wd)
     return LARS(parameters, lr=lr, weight_decay=wd)
 
+def _rng_state(generator: torch.Generator) -> dict:
+    "Every random state a run uses, as tensors and plain values."
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    return {'torch': torch.get_rng_state(), 'generator': generator.get_state(),
+            'cuda': torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            'numpy': [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
+            'python': [version, list(internal), gauss_next]}
+
+def _set_rng_state(state: dict, generator: torch.Generator) -> None:
+    torch.set_rng_state(state['torch'])
+    generator.set_state(state['generator'])
+    if state['cuda'] and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state['cuda'])
+    kind, keys, pos, has_gauss, gauss = state['numpy']
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    version, internal, gauss_next = state['python']
+    random.setstate((version, tuple(internal), gauss_next))
+
+def _check_datasets(datasets, batch_size: int) -> dict[str, ImageDataset]:
+    "A trainer's own splits, checked at the door; grey images on three channels, as load_datasets."
+    if not isinstance(datasets, dict):
+        raise TypeError("datasets must be a dict of ImageDatasets, as load_datasets returns, got "
+                        f"{type(datasets).__name__}")
+    missing = [k for k in ('train', 'val', 'test') if k not in datasets]
+    if missing:
+        raise ValueError(f"datasets lacks the split(s) {missing}: it needs 'train', 'val' and "
+                         "'test' (an empty one is allowed: ds.subset(slice(0, 0)))")
+    for k in ('train', 'val', 'test'):
+        if not isinstance(datasets[k], ImageDataset):
+            raise TypeError(f"datasets[{k!r}] must be an ImageDataset, got "
+                            f"{type(datasets[k]).__name__}")
+    if len(datasets['train']) < batch_size:  # no full batch: zero steps per epoch
+        raise ValueError(f"datasets['train'] holds {len(datasets['train'])} images: fewer than "
+                         f"one batch (batch_size = {batch_size})")
+    return {k: _rgb(datasets[k]) for k in ('train', 'val', 'test')}
+
+# %% ../nbs/09_training.ipynb #3ecb14e7
+RUNTIME_SETTINGS = ('data_root', 'device', 'threads', 'compile', 'progress')  # how, not what
+
+def _check_output_folder(run_dir: Path) -> None:
+    "A run folder that is, or can become, a folder this process may write; else one clear error."
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ValueError(f"run_dir {run_dir} is a file, not a folder: choose another run folder")
+    nearest = run_dir  # the folder, or the nearest part of its path that exists
+    while not nearest.exists() and nearest != nearest.parent: nearest = nearest.parent
+    if not nearest.is_dir():
+        raise ValueError(f"run_dir {run_dir} lies under {nearest}, which is a file, not a folder")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise ValueError(f"run_dir {run_dir} cannot be written: this user may not write in "
+                         f"{nearest}")
+
+def _setting_differences(saved: dict, values: dict) -> str:
+    "The settings that change the result on which two runs differ: 'lr (0.01 vs 0.001)', or ''."
+    differ = sorted(k for k in saved.keys() | values.keys()
+                    if k not in RUNTIME_SETTINGS and saved.get(k) != values.get(k))
+    return ', '.join(f"{k} ({saved.get(k)!r} vs {values.get(k)!r})" for k in differ)
+
+def _saved_settings(run_dir: Path) -> dict | None:
+    "The settings in a run folder's config.json; None where there is none."
+    path = run_dir / 'config.json'
+    if not path.is_file(): return None
+    try: values = json.loads(path.read_text())
+    except ValueError as e:  # not UTF-8, or not JSON
+        raise ValueError(f"{path} is not a JSON table of settings ({e})") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"{path} must hold a table of settings, got {type(values).__name__}")
+    return values
+
+def _check_same_run(
+    run_dir: Path, # the run folder
+    config: TrainConfig | None, # the settings of the run that continues there; None: a new run
+) -> bool: # whether config.json must be (re)written with the next checkpoint
+    "One run per folder: a new run never writes into another's, a continued one matches its own."
+    newest = latest_checkpoint(run_dir)
+    if newest is None: return True  # nothing to mix with: no checkpoint, no run to lose
+    if config is None:
+        raise ValueError(f"{run_dir} already holds a run ({newest.name}): resume it "
+                         f"(contrastive-nb train --resume {run_dir}, or resume() in Python), "
+                         "or choose another run folder")
+    saved = _saved_settings(run_dir)
+    if saved is None: return True
+    differ = _setting_differences(saved, config.to_dict())
+    if differ:
+        raise ValueError(f"{run_dir / 'config.json'} and this run differ in {differ}: a run "
+                         "continues with the settings it was trained with; restore config.json, "
+                         "or train a new run in another folder")
+    return saved != config.to_dict()
+
+def _check_new_run_dir(run_dir: Path) -> None:
+    "The checks of a new run's folder, before any work (the command line makes the same)."
+    _check_output_folder(run_dir)
+    _check_same_run(run_dir, None)
+
+def _write_text(path: Path, text: str) -> None:
+    "Write a text file through a temporary one and a rename: a reader never sees half of it."
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
 # %% ../nbs/09_training.ipynb #6770bddd
 class Trainer:
     "One training run of any registered method on any registered dataset, resumable exactly."
@@ -566,6 +700,7 @@ class Trainer:
         if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
             raise TypeError(f"run_dir must be a str, a Path or None, got {type(run_dir).__name__}")
         self.config, self.run_dir = config, None if run_dir is None else Path(run_dir)
+        if self.run_dir is not None: _check_output_folder(self.run_dir)  # before any work
         self.world_size, self.rank = world()
         if config.batch_size % self.world_size or config.batch_size < 2 * self.world_size:
             raise ValueError(f"batch_size ({config.batch_size}) is the global batch: it must split "
@@ -574,7 +709,8 @@ class Trainer:
         self.local_batch = config.batch_size // self.world_size
         self.device = select_device(config.device)
         self.dtype = PRECISIONS[config.precision]
-        self.data = load_datasets(config) if datasets is None else datasets
+        self.data = (load_datasets(config) if datasets is None
+                     else _check_datasets(datasets, config.batch_size))
         train = self.data['train']
         self.images = train.images.to(self.device)
         self.labels = train.labels.to(self.device)
@@ -611,6 +747,8 @@ class Trainer:
             self._broadcast(self.method.parameters())  # every process starts from rank 0's weights
             self._broadcast(self.method.buffers())
         self.step, self.order, self.history, self.monitor = 0, None, [], []
+        # a new run until it loads a state or writes a checkpoint; then run_dir's are its own
+        self._continues, self._settings_to_write = False, True
 
     def _broadcast(self, tensors: Iterator[Tensor]) -> None:
         "Rank 0's values of `tensors` in every process."
@@ -694,8 +832,10 @@ class Trainer:
 
     def load_state_dict(self, state: dict) -> None:
         "Continue from a `state_dict`."
-        if state.get('config') != self.config.to_dict():
-            raise CheckpointError("the checkpoint was written by a run with other settings")
+        differ = _setting_differences(state.get('config') or {}, self.config.to_dict())
+        if differ:
+            raise CheckpointError("the checkpoint was written by a run with other settings: "
+                                  f"{differ} (the checkpoint's vs this run's)")
         if state.get('world_size', 1) != self.world_size:
             raise CheckpointError(f"the checkpoint was written by {state['world_size']} "
                                   f"process(es), this run has {self.world_size}: resume with "
@@ -713,15 +853,23 @@ class Trainer:
         self.step, self.order = state['step'], state['order']
         self.history = [tuple(r) for r in state['history']]
         self.monitor = [tuple(r) for r in state['monitor']]
+        self._continues = True
 
     def checkpoint(self) -> Path:
         "Save a checkpoint in run_dir/checkpoints (rank 0 writes), keep the previous one."
         folder = self.run_dir / 'checkpoints'
         path, state = folder / f'step-{self.step:08d}.pt', self.state_dict()
         if self.rank == 0:
+            if self._settings_to_write:  # with the first checkpoint of these settings, not before
+                _write_text(self.run_dir / 'config.json', json.dumps(self.config.to_dict(),
+                                                                     indent=1) + '\n')
+                _write_text(self.run_dir / 'config.toml', self.config.to_toml())
             save_checkpoint(state, path)
-            for old in sorted(folder.glob('step-*.pt'))[:-2]: old.unlink()
+            # keep this one and the one before it, by step as a number
+            previous = [p for p in _checkpoints(self.run_dir) if _step_of(p) < self.step][-1:]
+            for old in set(_checkpoints(self.run_dir)) - {path, *previous}: old.unlink()
             self.write_metrics()
+        self._continues, self._settings_to_write = True, False
         return path
 
     def write_metrics(self) -> None:
@@ -739,10 +887,10 @@ class Trainer:
         "Train to the end (from wherever the run is), checkpointing and monitoring on the way."
         c = self.config
         writes = self.run_dir is not None and self.rank == 0  # one process writes files and logs
-        if writes:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / 'config.json').write_text(json.dumps(c.to_dict(), indent=1) + '\n')
-            (self.run_dir / 'config.toml').write_text(c.to_toml())
+        if self.run_dir is not None:  # every process checks; rank 0 alone writes, later
+            self._settings_to_write = _check_same_run(self.run_dir,
+                                                      c if self._continues else None)
+        if writes: self.run_dir.mkdir(parents=True, exist_ok=True)
         self.method.train()
         bar = tqdm(total=self.total_steps, initial=self.step, disable=not c.progress or self.rank,
                    desc=f"{c.method} on {c.dataset}", unit='step', mininterval=1)
@@ -769,7 +917,7 @@ class Trainer:
                     self.checkpoint()
             report = self.report()
         if writes:
-            (self.run_dir / 'report.json').write_text(json.dumps(report, indent=1) + '\n')
+            _write_text(self.run_dir / 'report.json', json.dumps(report, indent=1) + '\n')
         return report
 
     def report(self) -> dict:
@@ -786,7 +934,7 @@ def latest_checkpoint(
     "The newest checkpoint of a run."
     if not isinstance(run_dir, (str, os.PathLike)):
         raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
-    found = sorted((Path(run_dir) / 'checkpoints').glob('step-*.pt'))
+    found = _checkpoints(Path(run_dir))
     return found[-1] if found else None
 
 def train(
@@ -794,6 +942,7 @@ def train(
     run_dir: str | Path | None = None, # where config, metrics, checkpoints and report go
 ) -> Trainer: # the trained run; `.report()`, `.history`, `.encoder`
     "Train from scratch to the end."
+    if isinstance(run_dir, (str, os.PathLike)): _check_new_run_dir(Path(run_dir))  # before any work
     trainer = Trainer(config, run_dir)
     trainer.fit()
     return trainer
@@ -802,16 +951,20 @@ def resume(
     run_dir: str | Path, # a run folder with at least one checkpoint
 ) -> Trainer: # the finished run
     "Continue a run from its newest checkpoint, with its saved settings, to the end."
-    path = latest_checkpoint(run_dir)
-    if path is None:
-        raise CheckpointError(f"run_dir {str(run_dir)!r} holds no checkpoint to resume from")
-    try: state = load_checkpoint(path)
-    except CheckpointError as e:
-        older = sorted(path.parent.glob('step-*.pt'))[:-1]
-        hint = (f"; the previous checkpoint {older[-1]} is intact: move {path.name} away to "
-                "resume from it" if older else "")
-        raise CheckpointError(f"{e}{hint}") from None
-    trainer = Trainer(TrainConfig.from_dict(state['config']), run_dir)
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
+    run_dir = Path(run_dir)
+    _check_output_folder(run_dir)
+    path, state = _load_newest(run_dir, 'resume')
+    values, saved = state['config'], _saved_settings(run_dir)
+    if saved is not None:  # someone edited config.json, or another run wrote it
+        differ = _setting_differences(saved, values)
+        if differ:
+            raise ValueError(f"{run_dir / 'config.json'} and the checkpoint {path.name} differ in "
+                             f"{differ}: a run continues with the settings it was trained with; "
+                             "restore config.json, or train a new run in another folder")
+        values = {**values, **{k: saved[k] for k in RUNTIME_SETTINGS if k in saved}}
+    trainer = Trainer(TrainConfig.from_dict(values), run_dir)
     trainer.load_state_dict(state)
     trainer.fit()
     return trainer

@@ -5,7 +5,8 @@ from pathlib import Path
 import torch
 from test_bad_input import Case, gen, images, _mod
 
-CONSTANTS = {'METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'CheckpointError'}
+CONSTANTS = {'METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'CheckpointError',
+             'RUNTIME_SETTINGS'}
 
 SETTINGS = dict(method='simclr', dataset='shapes', data_root='', n_train=24, n_test=8, data_seed=0, val_fraction=0.25,
                 image_size=8, crop_min_scale=0.08, jitter_strength=0.5, grayscale_p=0.2, blur_p=0.5, encoder='small_cnn', width=4,

@@ -171,3 +171,53 @@ def test_bool_options_and_a_wrong_type_on_the_command_line(capsys):
     assert parser.parse_args(['train', '--channels-last', 'yes']).channels_last is True
     with pytest.raises(SystemExit) as info: parser.parse_args(['train', '--channels-last', 'maybe'])
     assert info.value.code == 2 and 'expected true or false' in capsys.readouterr().err
+
+# --- issue 23: damaged checkpoints, mixed run folders, bad output folders, binary config files ------------------
+
+def test_a_flipped_bit_is_refused_by_resume_and_evaluate_naming_the_intact_one(tmp_path, capsys, monkeypatch):
+    from test_training import flip_a_bit
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(capsys, 'train', *TINY, '--checkpoint-every', '5', '--run-dir', 'run')
+    assert code == 0, err
+    newest = latest_checkpoint(tmp_path / 'run')
+    flip_a_bit(newest)
+    for command in (['train', '--resume', 'run'], ['evaluate', 'run', '--device', 'cpu']):
+        code, _, err = run_main(capsys, *command)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f'{newest.name} is damaged' in err and 'CRC-32' in err and 'step-00000010.pt is intact' in err
+
+def test_a_new_run_in_a_used_folder_gives_the_python_error(tmp_path, capsys, monkeypatch):
+    from contrastive_nb.training import train
+    monkeypatch.chdir(tmp_path)
+    assert run_main(capsys, 'train', *TINY, '--run-dir', 'r')[0] == 0
+    code, _, err = run_main(capsys, 'train', *TINY, '--lr', '0.01', '--run-dir', 'r')
+    with pytest.raises(ValueError) as info: train(TrainConfig(), 'r')
+    assert code == 2 and err.strip() == f'contrastive-nb train: error: {info.value}'
+    assert 'already holds a run' in err
+
+def test_resume_refuses_an_edited_config_json_naming_the_setting(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_main(capsys, 'train', *TINY, '--run-dir', 'r')[0] == 0
+    saved = tmp_path / 'r' / 'config.json'
+    saved.write_text(json.dumps({**json.loads(saved.read_text()), 'temperature': 0.5}))
+    code, _, err = run_main(capsys, 'train', '--resume', 'r')
+    assert code == 2 and 'differ in temperature (0.5 vs 0.2)' in err and len(err.strip().splitlines()) == 1
+
+@pytest.mark.parametrize('where,message', [('file', 'is a file, not a folder'),
+                                           ('file/run', 'which is a file, not a folder')])
+def test_a_bad_run_dir_fails_in_one_line_before_any_work(tmp_path, capsys, monkeypatch, where, message):
+    from contrastive_nb import training
+    def boom(config): raise AssertionError('the data was loaded before the error')
+    monkeypatch.setattr(training, 'load_datasets', boom)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'file').write_text('')
+    code, _, err = run_main(capsys, 'train', *TINY, '--run-dir', where)
+    assert code == 2 and message in err and f'run_dir {where} ' in err and len(err.strip().splitlines()) == 1
+
+@pytest.mark.parametrize('name', ['c.toml', 'c.json'])
+def test_a_binary_config_file_says_it_is_not_a_text_file(tmp_path, capsys, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_bytes(b'\x80\x02}q\x00(X\x05\x00\x00\x00model')  # the start of a pickle
+    code, _, err = run_main(capsys, 'train', '--config', name)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f'config file {name} is not a TOML or JSON text file' in err and "codec can't decode" not in err

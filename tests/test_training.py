@@ -3,15 +3,20 @@ checkpoints (atomic, complete, readable with weights_only) and exact in-process 
 import copy
 import json
 import math
+import os
 import random
+import struct
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from conftest import ROOT
+from contrastive_nb import training
 from contrastive_nb.data import DatasetNotFoundError, write_cifar10_fixture, write_stl10_fixture
 from contrastive_nb.infonce import train_simclr
 from contrastive_nb.memory_bank import train_memory_bank
@@ -20,6 +25,7 @@ from contrastive_nb.training import (
     DATASETS, LARS, METHODS, CheckpointError, ContrastiveMethod, TrainConfig, Trainer, TwoViewMethod, cpu_threads,
     latest_checkpoint, load_checkpoint, load_datasets, lr_factor, register_method, resume, save_checkpoint,
     select_device, train)
+from contrastive_nb.training import _write_text
 
 @pytest.fixture(autouse=True)
 def one_thread():
@@ -326,3 +332,142 @@ def test_training_benchmark_runs_and_reports(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert len(result['runs']) == 2 and 0 <= result['mean_test_knn'] <= 1 and result['recipe']['method'] == 'simclr'
+
+# --- checkpoints you can trust (issue 23) ---------------------------------------------------------------------
+
+def flip_a_bit(path) -> None:
+    "Flip one bit in the middle of the checkpoint's largest tensor (a weight), as a bad disk would."
+    with zipfile.ZipFile(path) as archive:
+        storages = [r for r in archive.infolist() if '/data/' in r.filename]  # tensors, not the pickle
+        record = max(storages, key=lambda r: r.file_size)
+    data = bytearray(path.read_bytes())
+    name_len, extra_len = struct.unpack('<HH', data[record.header_offset + 26:record.header_offset + 30])
+    data[record.header_offset + 30 + name_len + extra_len + record.file_size // 2] ^= 0x10
+    path.write_bytes(data)
+
+def test_a_flipped_bit_in_a_weight_is_refused_and_the_newest_intact_checkpoint_named(tmp_path):
+    Trainer(tiny(checkpoint_every=2), tmp_path).fit()
+    newest, previous = (tmp_path / 'checkpoints' / f'step-0000000{s}.pt' for s in (8, 6))
+    flip_a_bit(newest)
+    assert torch.load(newest, weights_only=True)['step'] == 8  # torch.load alone takes the damaged weights
+    with pytest.raises(CheckpointError, match=r'step-00000008\.pt is damaged: its record .* fails its CRC-32'):
+        load_checkpoint(newest)
+    with pytest.raises(CheckpointError, match=r'step-00000006\.pt is intact'): resume(tmp_path)
+    flip_a_bit(previous)  # the hint must come from reading the file, not from its being there
+    with pytest.raises(CheckpointError, match='no older checkpoint of the run is intact') as info: resume(tmp_path)
+    assert 'step-00000008.pt' in str(info.value) and 'step-00000006.pt' not in str(info.value)
+
+def test_latest_checkpoint_and_the_clean_up_order_steps_as_numbers(tmp_path):
+    trainer = Trainer(tiny(), tmp_path)
+    for step in (99_999_999, 100_000_000, 100_000_001):
+        trainer.step = step
+        trainer.checkpoint()
+    names = sorted(p.name for p in (tmp_path / 'checkpoints').iterdir())
+    assert names == ['step-100000000.pt', 'step-100000001.pt']  # the two newest steps, not the two last names
+    assert latest_checkpoint(tmp_path).name == 'step-100000001.pt'
+    (tmp_path / 'checkpoints' / 'step-99999999.pt').write_bytes(b'')
+    (tmp_path / 'checkpoints' / 'step-latest.pt').write_bytes(b'')  # not a step: ignored
+    assert latest_checkpoint(tmp_path).name == 'step-100000001.pt'
+
+@pytest.mark.parametrize('error', [OSError('disk full'), KeyboardInterrupt()])
+def test_a_failed_or_interrupted_save_leaves_no_temporary_file(tmp_path, monkeypatch, error):
+    path = tmp_path / 'c.pt'
+    save_checkpoint({'model': {}, 'step': 1}, path)
+    def half_then_fail(state, f):
+        f.write(b'PK\x03\x04 half a checkpoint')
+        raise error
+    monkeypatch.setattr(torch, 'save', half_then_fail)
+    with pytest.raises(type(error)): save_checkpoint({'model': {}, 'step': 2}, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['c.pt']
+    monkeypatch.undo()
+    assert load_checkpoint(path)['step'] == 1
+
+# --- one run per folder (issue 23) -------------------------------------------------------------------------------
+
+def test_a_new_run_is_refused_in_a_folder_that_holds_another(tmp_path):
+    train(tiny(epochs=3), tmp_path)  # 12 steps: names above any of the 8-step run below
+    before = sorted(p.name for p in (tmp_path / 'checkpoints').iterdir())
+    with pytest.raises(ValueError, match='already holds a run') as info: train(tiny(lr=0.01), tmp_path)
+    assert f'--resume {tmp_path}' in str(info.value)
+    with pytest.raises(ValueError, match='already holds a run'): Trainer(tiny(lr=0.01), tmp_path).fit()
+    with pytest.raises(ValueError, match='already holds a run'): Trainer(tiny(epochs=3), tmp_path).fit()
+    assert sorted(p.name for p in (tmp_path / 'checkpoints').iterdir()) == before
+    assert json.loads((tmp_path / 'config.json').read_text())['epochs'] == 3
+
+def crash_at(monkeypatch, step: int) -> None:
+    original = Trainer.train_step
+    def crashing(self):
+        if self.step == step: raise KeyboardInterrupt
+        return original(self)
+    monkeypatch.setattr(Trainer, 'train_step', crashing)
+
+def test_resume_refuses_a_config_json_that_differs_from_its_checkpoint(tmp_path, monkeypatch):
+    crash_at(monkeypatch, 5)
+    with pytest.raises(KeyboardInterrupt): train(tiny(), tmp_path)
+    monkeypatch.undo()
+    saved = tmp_path / 'config.json'
+    edited = {**json.loads(saved.read_text()), 'lr': 0.01, 'epochs': 3}
+    saved.write_text(json.dumps(edited))
+    with pytest.raises(ValueError, match=r'differ in epochs \(3 vs 2\), lr \(0.01 vs 0.001\)'): resume(tmp_path)
+    assert json.loads(saved.read_text()) == edited  # not rewritten
+    saved.write_text(json.dumps({**edited, 'lr': 0.001, 'epochs': 2, 'progress': True}))  # runtime only
+    resumed = resume(tmp_path)
+    assert resumed.step == 8 and resumed.config.progress is True
+
+def test_the_settings_are_written_with_the_first_checkpoint_atomically(tmp_path, monkeypatch):
+    crash_at(monkeypatch, 2)
+    with pytest.raises(KeyboardInterrupt): train(tiny(checkpoint_every=3), tmp_path)
+    assert not (tmp_path / 'config.json').exists()  # no checkpoint, no settings: nothing pretends to be a run
+    monkeypatch.undo()
+    train(tiny(lr=0.01), tmp_path)  # a folder without checkpoints takes a new run
+    assert json.loads((tmp_path / 'config.json').read_text())['lr'] == 0.01
+    def half_then_fail(self, text, *args, **kwargs):
+        with open(self, 'w') as f: f.write(text[:10])
+        raise OSError('disk full')
+    monkeypatch.setattr(Path, 'write_text', half_then_fail)
+    with pytest.raises(OSError): _write_text(tmp_path / 'config.json', '{"lr": 1}')
+    monkeypatch.undo()
+    assert json.loads((tmp_path / 'config.json').read_text())['lr'] == 0.01
+    assert not list(tmp_path.glob('.*.tmp'))
+
+# --- the run folder and the datasets, checked at the door (issue 23) -----------------------------------------
+
+@pytest.fixture
+def no_work(monkeypatch):
+    "Loading data fails the test: the error must come first."
+    def boom(config): raise AssertionError('the data was loaded before the error')
+    monkeypatch.setattr(training, 'load_datasets', boom)
+
+def test_a_run_dir_that_is_or_lies_under_a_file_is_refused_before_any_work(tmp_path, no_work):
+    (tmp_path / 'file').write_text('')
+    for make in (lambda d: Trainer(tiny(), d), lambda d: train(tiny(), d), resume):
+        with pytest.raises(ValueError, match=r'run_dir .*file is a file, not a folder'): make(tmp_path / 'file')
+        with pytest.raises(ValueError, match=r'lies under .*file, which is a file'): make(tmp_path / 'file' / 'run')
+
+def test_a_run_dir_that_cannot_be_written_is_refused_before_any_work(tmp_path, monkeypatch, no_work):
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    access = os.access
+    monkeypatch.setattr(os, 'access', lambda p, mode, **kw: Path(p) != locked and access(p, mode, **kw))
+    for run_dir in (locked, locked / 'run' / 'deeper'):
+        with pytest.raises(ValueError, match=r'cannot be written: this user may not write in .*locked'):
+            Trainer(tiny(), run_dir)
+    with pytest.raises(ValueError, match='cannot be written'): resume(locked)
+
+@pytest.mark.parametrize('change,error,match', [
+    (lambda d: {'train': d['train'], 'test': d['test']}, ValueError, r"datasets lacks the split\(s\) \['val'\]"),
+    (lambda d: {**d, 'train': d['train'].images}, TypeError, r"datasets\['train'\] must be an ImageDataset, got Tensor"),
+    (lambda d: {**d, 'train': d['train'].subset(slice(0, 7))}, ValueError,
+     r"datasets\['train'\] holds 7 images: fewer than one batch \(batch_size = 8\)"),
+    (lambda d: [d['train'], d['val'], d['test']], TypeError, 'datasets must be a dict'),
+])
+def test_bad_datasets_are_refused_at_the_door(change, error, match):
+    data = load_datasets(tiny())
+    with pytest.raises(error, match=match): Trainer(tiny(), datasets=change(data))
+
+def test_own_datasets_train_with_an_empty_validation_split_and_grey_images():
+    data = load_datasets(tiny())
+    grey = {k: type(d)(d.images[:, :1], d.labels, d.classes) for k, d in data.items()}
+    trainer = Trainer(tiny(), datasets={**grey, 'val': grey['val'].subset(slice(0, 0))})
+    report = trainer.fit()
+    assert trainer.images.shape[1] == 3 and report['val_knn'] is None and 0 <= report['test_knn'] <= 1
