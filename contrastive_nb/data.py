@@ -51,10 +51,12 @@ def _check_labels(labels, n: int, n_classes: int) -> Tensor:
     check_tensor(labels, 'labels', ndim=1, dtype='int')
     if len(labels) != n:
         raise ValueError(f"labels must be ({n},) to match the images, got {len(labels)}")
-    if n and (labels.min() < -1 or labels.max() >= n_classes):
+    # Compared in int64: in uint8 the bound -1 wraps to 255, in int8 a bound of 300 to 44.
+    wide = labels.long()
+    if n and (wide.min() < -1 or wide.max() >= n_classes):
         raise ValueError(f"labels must lie in [0, {n_classes - 1}] (or -1 for unlabelled) for "
-                         f"{n_classes} classes, got values in [{labels.min()}, {labels.max()}]")
-    return labels.long()
+                         f"{n_classes} classes, got values in [{wide.min()}, {wide.max()}]")
+    return wide
 
 def _check_images(images: Tensor) -> None:
     "(N, C, H, W) uint8, or float with every value in [0, 1]."

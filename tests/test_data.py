@@ -362,3 +362,15 @@ def test_stl10_rejects_unknown_split(tmp_path):
                                   lambda p: write_cifar10_fixture(p, seed=-1)])
 def test_fixture_writers_reject_bad_sizes(tmp_path, call):
     with pytest.raises(ValueError): call(tmp_path)
+
+# --- faults found by probing (issue 23) ---------------------------------------------------------------------------
+
+def test_image_dataset_compares_narrow_label_dtypes_in_int64():
+    "uint8 labels were refused with 'must lie in [0, 1] ... got [0, 1]' (-1 wrapped to 255); int8 bounds wrapped too."
+    images = torch.rand(2, 1, 4, 4)
+    ds = ImageDataset(images, torch.tensor([0, 1], dtype=torch.uint8), ['a', 'b'])
+    assert ds.labels.tolist() == [0, 1] and ds.labels.dtype == torch.long
+    many = [str(i) for i in range(300)]  # a bound of 300 is 44 in int8: label 100 was refused
+    assert ImageDataset(images, torch.tensor([0, 100], dtype=torch.int8), many).labels.tolist() == [0, 100]
+    with pytest.raises(ValueError, match='labels'):
+        ImageDataset(images, torch.tensor([0, 2], dtype=torch.uint8), ['a', 'b'])
