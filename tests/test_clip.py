@@ -197,12 +197,11 @@ def test_crop_views_move_the_factors_with_the_object():
 def test_zero_shot_predict_is_the_brute_force_argmax():
     g = torch.Generator().manual_seed(7)
     z, w = torch.randn(40, 6, generator=g), torch.randn(5, 6, generator=g) * torch.rand(5, 1, generator=g) * 9
-    expected = []
-    for image in z:
-        cosines = [float(image @ c / (image.norm() * c.norm())) for c in w]
-        expected.append(max(range(5), key=cosines.__getitem__))
-    assert zero_shot_predict(z, w).tolist() == expected
-    assert zero_shot_predict(z * 3, w).tolist() == expected  # cosine: lengths do not matter
+    cosines = [[float(image @ c / (image.norm() * c.norm())) for c in w] for image in z]
+    for scale in (1, 3):  # cosine: lengths do not matter
+        picked = zero_shot_predict(z * scale, w).tolist()
+        # the best class by the brute force, up to a tie in the last bits (none is closer than 1e-3 here)
+        assert all(row[p] >= max(row) - 1e-6 for row, p in zip(cosines, picked))
 
 def test_class_embeddings_average_unit_prompt_embeddings_and_keep_the_mode():
     torch.manual_seed(0)
@@ -225,10 +224,12 @@ def test_recall_at_k_against_brute_force():
     qi, ki = torch.randint(6, (50,), generator=g), torch.arange(60) % 6
     cos = F.normalize(q, dim=1) @ F.normalize(k, dim=1).T
     got = recall_at_k(q, k, qi, ki, (1, 2, 7))
+    ranked = cos.sort(1, descending=True).values
     for cut in (1, 2, 7):
+        assert (ranked[:, cut - 1] - ranked[:, cut] > 1e-5).all()  # no near-tie at a cut: rounding can't flip a hit
         hits = [bool((ki[cos[i].argsort(descending=True)[:cut]] == qi[i]).any()) for i in range(50)]
         assert math.isclose(got[cut], float(np.mean(hits)))
-    # one id per pair: recall@1 of identical sets is 1
+    # one id per pair: recall@1 of identical sets is 1 (exactly: a mean of 50 ones in float64)
     assert recall_at_k(q, q, torch.arange(50), torch.arange(50), (1,))[1] == 1.0
 
 # --- training ---------------------------------------------------------------------------------------------------
@@ -241,16 +242,21 @@ def tiny_run(**options):
                          **options)
     return history, model
 
+def same_history(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    "Equal steps, and losses and temperatures equal to float32 rounding."
+    return (a[['epoch', 'step']].equals(b[['epoch', 'step']])
+            and np.allclose(a[['loss', 'temperature']], b[['loss', 'temperature']], rtol=1e-5, atol=1e-6))
+
 def test_training_is_reproducible_and_options_matter():
     history, model = tiny_run()
     assert len(history) == 2 and not model.training
     norm = model.image_encoder.features[0][1]  # trained in training mode: BatchNorm statistics moved
     assert norm.num_batches_tracked == 2 and norm.running_mean.abs().sum() > 0
-    assert history.equals(tiny_run()[0])
-    assert not history.equals(tiny_run(seed=1)[0])
+    assert same_history(history, tiny_run()[0])
+    assert not same_history(history, tiny_run(seed=1)[0])
     shape_only = tiny_run(detail=('shape',))[0]
-    assert not shape_only.equals(tiny_run(detail=('shape',), mask_duplicates=False)[0])
-    assert not history.equals(tiny_run(views='none')[0])
+    assert not same_history(shape_only, tiny_run(detail=('shape',), mask_duplicates=False)[0])
+    assert not same_history(history, tiny_run(views='none')[0])
 
 def test_temperature_parameter_is_clamped_after_every_step():
     _, model = tiny_run(lr=5.0)
@@ -273,7 +279,7 @@ def test_train_clip_with_crops_refuses_factors_without_scale_before_training():
     with pytest.raises(ValueError, match=r"factors lacks the columns \['scale'\] that views='crop' needs"):
         train_clip(model, data.images, data.factors.drop(columns='scale'), epochs=1, batch_size=16,
                    progress=False)
-    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # not one step taken
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # no step: bit for bit
     # without crops, and captions that do not say the size, scale is never read
     history = train_clip(model, data.images, data.factors.drop(columns='scale'), views='none', epochs=1,
                          batch_size=16, progress=False)
