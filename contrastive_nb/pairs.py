@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -111,6 +111,31 @@ TICKET_SYNONYMS: dict[str, tuple[str, ...]] = {
     'please': ('kindly',), 'want': ('would like',), 'need': ('require',),
 }
 
+def _check_synonyms(
+    synonyms, # the table to check
+    name: str = 'synonyms', # its name, for the message
+) -> Mapping[str, tuple[str, ...]]: # `synonyms` itself, unchanged
+    "A synonym table: lower-case words -> a tuple or list of non-empty replacement strings."
+    if not isinstance(synonyms, Mapping):
+        raise TypeError(f"{name} must be a dict of word -> replacements, "
+                        f"got {type(synonyms).__name__}")
+    for word, options in synonyms.items():
+        if not isinstance(word, str):
+            raise TypeError(f"{name} keys must be strings, got {type(word).__name__} {word!r}")
+        if not word or word != word.lower() or any(c.isspace() for c in word):
+            raise ValueError(f"{name} key {word!r} can never match: words are looked up one at "
+                             "a time, in lower case")
+        # A str is a sequence too: {'refund': 'money back'} would put in single letters.
+        if not isinstance(options, (tuple, list)):
+            fix = f"; write ({options!r},) for one replacement" if isinstance(options, str) else ''
+            raise TypeError(f"{name}[{word!r}] must be a tuple or list of strings, got "
+                            f"{type(options).__name__} {options!r}{fix}")
+        for o in options:
+            if not isinstance(o, str):
+                raise TypeError(f"{name}[{word!r}] must hold strings, got {type(o).__name__} {o!r}")
+            if not o.strip(): raise ValueError(f"{name}[{word!r}] holds an empty replacement")
+    return synonyms
+
 # %% ../nbs/01_pairs.ipynb #3e916770
 _WORD = re.compile(r"^(\W*)(.*?)(\W*)$")
 
@@ -149,10 +174,7 @@ def replace_synonyms(
 ) -> str: # the text with some words replaced
     "Synonym replacement from a table, keeping each word's punctuation and initial capital."
     p = _check_text_args(text, p, 'p')
-    synonyms = TICKET_SYNONYMS if synonyms is None else synonyms
-    if not isinstance(synonyms, dict):
-        raise TypeError("synonyms must be a dict of word -> replacements, "
-                        f"got {type(synonyms).__name__}")
+    synonyms = TICKET_SYNONYMS if synonyms is None else _check_synonyms(synonyms)
     rng, out = _generator(rng), []
     for word in text.split():
         lead, core, trail = _WORD.match(word).groups()

@@ -1,5 +1,6 @@
 """Package tests for contrastive_nb.pairs: pair masks, views, text views, other positives, false negatives."""
 import math
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -229,6 +230,28 @@ def test_synonym_replacement():
     # The table keeps words apart whose swap would change the ticket's intent.
     for a, b in (('cancel', 'delete'), ('delete', 'cancel'), ('upgrade', 'update'), ('export', 'import')):
         assert b not in TICKET_SYNONYMS.get(a, ())
+
+def test_synonym_tables_accept_tuples_lists_and_mappings():
+    assert replace_synonyms('refund please', 1.0, synonyms={'refund': ['money back']}) == 'money back please'
+    table = MappingProxyType({'refund': ('reimbursement',)})
+    assert replace_synonyms('Refund!', 1.0, synonyms=table) == 'Reimbursement!'
+    assert replace_synonyms('refund', 1.0, synonyms={'refund': ()}) == 'refund'  # no options: kept
+
+@pytest.mark.parametrize('table, error, message', [
+    ({'refund': 'money back'}, TypeError,  # a str would be replaced by one of its characters
+     r"synonyms\['refund'\] must be a tuple or list of strings, got str 'money back'; write \('money back',\)"),
+    ({'refund': {'money back'}}, TypeError, r"synonyms\['refund'\] must be a tuple or list"),  # a set has no order
+    ({'refund': None}, TypeError, r"synonyms\['refund'\] must be a tuple or list"),
+    ({'refund': ('money back', 3)}, TypeError, r"synonyms\['refund'\] must hold strings, got int 3"),
+    ({'refund': ('',)}, ValueError, r"synonyms\['refund'\] holds an empty replacement"),
+    ({3: ('three',)}, TypeError, r"synonyms keys must be strings, got int 3"),
+    ({'Refund': ('money back',)}, ValueError, r"synonyms key 'Refund' can never match"),
+    ({'money back': ('refund',)}, ValueError, r"synonyms key 'money back' can never match"),
+    ([('refund', ('money back',))], TypeError, r"synonyms must be a dict of word -> replacements, got list"),
+])
+def test_synonym_table_is_checked_where_it_enters(table, error, message):
+    with pytest.raises(error, match=message):
+        replace_synonyms('I want a refund', 1.0, synonyms=table)
 
 @FAST
 @given(st.integers(1, 30), st.floats(0, 1), st.integers(0, 1000))
