@@ -265,6 +265,7 @@ def test_supcon_matches_the_equations_anchor_by_anchor(variant, t):
     want = supcon_loop(features, labels, t, variant)
     per = supcon_loss(features, labels, t, variant, reduction='none')
     for got, w in zip(per.tolist(), want):
+        # a lonely anchor's entry is written as a literal 0, not computed: exact
         assert (got == 0.0) if w is None else math.isclose(got, w, rel_tol=1e-10)
     kept = [w for w in want if w is not None]
     assert math.isclose(supcon_loss(features, labels, t, variant).item(), sum(kept) / len(kept), rel_tol=1e-10)

@@ -58,7 +58,7 @@ def test_detaching_changes_nothing_at_beta_zero():
         a = z1.clone().requires_grad_()
         importance_weighted_nt_xent(a, z2, 0.3, 0.0, detach).backward()
         grads.append(a.grad)
-    assert torch.equal(grads[0], grads[1])
+    assert torch.equal(grads[0], grads[1])  # exact: at β = 0 both take the same code path
 
 @pytest.mark.parametrize('beta', [0.0, 1.0, 6.0])
 @pytest.mark.parametrize('temperature', [0.5, 0.01])
@@ -398,7 +398,7 @@ def test_xbm_rejects_bad_settings():
 def test_hardness_schedule():
     assert [hardness_schedule(s, 4, 1.0, 3.0) for s in range(6)] == [1.0, 1.5, 2.0, 2.5, 3.0, 3.0]
     assert [hardness_schedule(s, 4, 2.0, 0.0, warmup_steps=2) for s in range(5)] == [2.0, 2.0, 2.0, 1.0, 0.0]
-    assert hardness_schedule(3, 3, 0.0, 1.0, warmup_steps=3) == 0.0
+    assert hardness_schedule(3, 3, 0.0, 1.0, warmup_steps=3) == 0.0  # step <= warm-up: `start` returned as is
     with pytest.raises(ValueError, match='warmup_steps'):
         hardness_schedule(0, 3, 0.0, 1.0, warmup_steps=4)
     with pytest.raises(ValueError, match='step'):

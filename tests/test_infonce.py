@@ -292,7 +292,7 @@ def test_train_on_pairs_refuses_bad_arguments_before_any_step():
         kwargs = dict(pair_loss=loss, parameters=[w], images=images, epochs=1, batch_size=3, progress=False)
         kwargs.update(change)
         with pytest.raises(error, match=message): train_on_pairs(**kwargs)
-    assert w.item() == 1.0  # nothing trained
+    assert w.item() == 1.0  # nothing trained: the weight is never written, so exactly its start
 
 def test_train_on_pairs_stops_on_a_non_finite_or_non_scalar_loss():
     from contrastive_nb.infonce import train_on_pairs
