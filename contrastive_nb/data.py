@@ -445,6 +445,19 @@ def default_data_root() -> Path:
     default = Path.home() / '.cache' / 'contrastive_nb'
     return Path(os.environ.get('CONTRASTIVE_NB_DATA', default)).expanduser()
 
+def _root(root) -> Path:
+    "`root` as a Path (default: `default_data_root()`), or a TypeError naming it."
+    if root is None: return default_data_root()
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a str or a Path, got {type(root).__name__}")
+    return Path(root)
+
+def _flag(value, name: str) -> bool:
+    "A real bool: 'no' or 0.5 would otherwise pass as True (load the training set, download)."
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
 def _fetch_or_explain(name: str, folder: Path, download: bool, fetch, url: str) -> None:
     "Make sure `folder` exists: download it through torchvision if allowed, else explain how."
     if folder.exists(): return
@@ -476,7 +489,8 @@ def load_cifar10(
     download: bool = False, # fetch through torchvision (with checksums) if the files are missing
 ) -> ImageDataset: # uint8 images (N, 3, 32, 32)
     "CIFAR-10 from its python pickle batches, as an `ImageDataset`."
-    root = Path(root) if root is not None else default_data_root()
+    root, train = _root(root), _flag(train, 'train')
+    download = _flag(download, 'download')
     folder = root / 'cifar-10-batches-py'
     def fetch():
         from torchvision.datasets import CIFAR10
@@ -508,7 +522,7 @@ def load_stl10(
 ) -> ImageDataset: # uint8 images (N, 3, 96, 96); label -1 for the unlabeled split
     "STL-10 from its binary files, as an `ImageDataset`."
     check_choice(split, 'split', ('train', 'test', 'unlabeled'))
-    root = Path(root) if root is not None else default_data_root()
+    root, download = _root(root), _flag(download, 'download')
     folder = root / 'stl10_binary'
     def fetch():
         from torchvision.datasets import STL10

@@ -374,3 +374,14 @@ def test_image_dataset_compares_narrow_label_dtypes_in_int64():
     assert ImageDataset(images, torch.tensor([0, 100], dtype=torch.int8), many).labels.tolist() == [0, 100]
     with pytest.raises(ValueError, match='labels'):
         ImageDataset(images, torch.tensor([0, 2], dtype=torch.uint8), ['a', 'b'])
+
+def test_loaders_refuse_non_bool_flags_and_non_path_roots(tmp_path):
+    "train='no' silently loaded the training batches (a truthy string), download='no' would have downloaded."
+    write_cifar10_fixture(tmp_path, per_batch=2)
+    write_stl10_fixture(tmp_path, n=2)
+    with pytest.raises(TypeError, match='train'): load_cifar10(tmp_path, train='no')
+    with pytest.raises(TypeError, match='download'): load_cifar10(tmp_path, download='no')
+    with pytest.raises(TypeError, match='download'): load_stl10(tmp_path, download=1)
+    with pytest.raises(TypeError, match='root'): load_cifar10(3)
+    with pytest.raises(TypeError, match='root'): load_stl10(3)
+    assert len(load_cifar10(str(tmp_path), train=np.bool_(False))) == 2
