@@ -137,6 +137,9 @@ def knn_predict(
     if exclude_self and n == 1:
         raise ValueError("exclude_self=True needs at least two training points")
     k = min(k, n - 1 if exclude_self else n)
+    # Votes go to the classes that occur: a stray label 10**9 costs no memory. Sorted, so a tie
+    # still goes to the smaller class.
+    classes, train_labels = torch.unique(train_labels, return_inverse=True)
     keys = _normalized_rows(train_features, 'train_features')
     queries = _normalized_rows(query_features.to(keys.device), 'query_features')
     dtype = torch.promote_types(keys.dtype, queries.dtype)
@@ -150,8 +153,8 @@ def knn_predict(
         top, index = sim.topk(k, dim=1)
         # Divided by the largest weight: no overflow, same argmax.
         weights = torch.exp((top - top[:, :1]) / temperature)
-        votes = torch.zeros(len(sim), num_classes, dtype=dtype, device=sim.device)
-        predictions.append(votes.scatter_add_(1, train_labels[index], weights).argmax(1))
+        votes = torch.zeros(len(sim), len(classes), dtype=dtype, device=sim.device)
+        predictions.append(classes[votes.scatter_add_(1, train_labels[index], weights).argmax(1)])
     return torch.cat(predictions)
 
 # %% ../nbs/evaluate.ipynb #d3955481
@@ -209,9 +212,12 @@ def linear_probe(
     seed = check_int(seed, 'seed', low=0)
     x_test = test_features.detach().float().to(device)
     x, x_test = _standardise(train_features.detach().float(), x_test)
+    # One output per class that occurs, in order (labels 0..C-1 map to themselves): a stray
+    # label 10**9 would otherwise make a probe of 10**9 outputs.
+    classes = torch.unique(torch.cat([y, y_test]))
+    y, y_test = torch.searchsorted(classes, y), torch.searchsorted(classes, y_test)
     # skip_init: no random initialisation (the global random state is untouched); start at 0.
-    n_classes = int(max(y.max(), y_test.max())) + 1
-    probe = nn.utils.skip_init(nn.Linear, x.shape[1], n_classes, device=device)
+    probe = nn.utils.skip_init(nn.Linear, x.shape[1], len(classes), device=device)
     nn.init.zeros_(probe.weight)
     nn.init.zeros_(probe.bias)
     optimizer = torch.optim.Adam(probe.parameters(), lr=lr, weight_decay=weight_decay)

@@ -449,3 +449,17 @@ def test_embed_refuses_a_model_that_does_not_return_one_row_per_image(output):
         def forward(self, x): return output(x)
     with pytest.raises(ValueError, match=r'must return a \(batch, \.\.\.\) tensor'):
         embed(Odd(), torch.rand(3, 3, 4, 4), batch_size=3)
+
+# --- faults found by probing (issue 23) ---------------------------------------------------------------------------
+
+def test_knn_and_probe_cost_no_memory_for_a_stray_huge_label(probe_data):
+    "A label of 10**9 (or num_classes=10**12) made knn allocate a (Q, 10**12) vote table and the probe 10**9 outputs."
+    x, y, x_test, y_test = probe_data
+    huge = 10 ** 9
+    far = torch.where(y == 2, huge, y)  # class 2 renamed 10**9: the same problem with a gap in the labels
+    far_test = torch.where(y_test == 2, huge, y_test)
+    predicted = knn_predict(x, y, x_test, k=20)
+    assert torch.equal(knn_predict(x, far, x_test, k=20), torch.where(predicted == 2, huge, predicted))
+    assert torch.equal(knn_predict(x, y, x_test, k=20, num_classes=10 ** 12), predicted)
+    same = linear_probe(x, y, x_test, y_test, epochs=3)
+    assert math.isclose(linear_probe(x, far, x_test, far_test, epochs=3), same, abs_tol=1e-9)
