@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 import zlib
 from pathlib import Path
 
@@ -25,7 +26,8 @@ from .data import _check_tickets
 from .debiased import supcon_loss
 from .hard_negatives import top_k_negatives
 from .infonce import _reduce, _unit_rows, REDUCTIONS
-from .pairs import TICKET_SYNONYMS, _as_ids, delete_words, replace_synonyms
+from .pairs import TICKET_SYNONYMS, _as_ids, _check_synonyms, delete_words
+from .pairs import replace_synonyms
 
 # %% auto #0
 __all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'tokenize', 'hashed_ngrams', 'TextEncoder',
@@ -33,9 +35,31 @@ __all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'tokenize', 
            'first_relevant_rank', 'ranking_metrics', 'bootstrap_ci', 'mnrl_loss', 'mine_hard_negatives',
            'train_text_encoder', 'TicketSearch']
 
-# %% ../nbs/11_text_retrieval.ipynb #6ebac890
-_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# %% ../nbs/11_text_retrieval.ipynb #b3c55730
+def _ranges(codes) -> str:
+    "The body of a regex character class for increasing code points: runs become a-b ranges."
+    runs = []
+    for c in codes:
+        if runs and runs[-1][1] == c - 1: runs[-1][1] = c
+        else: runs.append([c, c])
+    return ''.join(re.escape(chr(a)) + (f'-{re.escape(chr(b))}' if b > a else '') for a, b in runs)
 
+# Combining marks (accents, vowel signs, variation selectors); planes 0, 1 and 14 hold them all.
+_MARK = '[' + _ranges(c for plane in (range(0x20000), range(0xE0000, 0xE1000)) for c in plane
+                      if unicodedata.category(chr(c)).startswith('M')) + ']'
+# Han (with 々 〆 〇), hiragana, katakana (with ー, without the ・ dot), hangul syllables and jamo.
+_CJK = ('\u1100-\u11ff\u3005-\u3007\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff'
+        '\u3131-\u318e\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7a3'
+        '\ud7b0-\ud7ff\uf900-\ufaff\U0001b000-\U0001b16f\U00020000-\U000323af')
+# Python's \w is Unicode letters, digits and "_": [^\W_...] is a letter or digit outside CJK.
+_ALNUM, _ALPHA = f'[^\\W_{_CJK}]', f'[^\\W\\d_{_CJK}]'
+# Group 1: a run of CJK characters (each with its marks); group 2: a word, marks kept inside
+# it, with an apostrophe suffix of letters ("can't").
+_TOKEN = re.compile(f"((?:[{_CJK}]{_MARK}*)+)|({_ALNUM}+(?:{_MARK}+{_ALNUM}*)*"
+                    f"(?:'{_ALPHA}+(?:{_MARK}+{_ALPHA}*)*)?)")
+_CJK_CHAR = re.compile(f'[{_CJK}]{_MARK}*')
+
+# %% ../nbs/11_text_retrieval.ipynb #6ebac890
 def _check_text(text, name: str = 'text') -> str:
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a string, got {type(text).__name__}")
@@ -60,9 +84,19 @@ def _check_labels(labels, n: int, name: str) -> Tensor:
 
 def tokenize(
     text: str, # any text
-) -> list[str]: # lower-case words: runs of letters and digits, with an "'s"-like suffix kept
-    "Lower-case word tokens; punctuation and spaces separate them."
-    return _TOKEN.findall(_check_text(text).lower())
+) -> list[str]: # words (an "'s"-like suffix kept); a Han, kana or hangul run as its bigrams
+    "Case-folded NFKC tokens: runs of letters and digits with their marks, CJK runs as bigrams."
+    # NFKC composes accents and folds widths and ligatures; casefold() is a lower() that also
+    # folds "ß" and "ς"; NFKC once more, as folding can undo it (Unicode's NFKC_Casefold).
+    text = unicodedata.normalize('NFKC', _check_text(text)).casefold()
+    text = unicodedata.normalize('NFKC', text)
+    tokens = []
+    for cjk, word in _TOKEN.findall(text.replace('\u2019', "'")):  # a typographic apostrophe too
+        if word: tokens.append(word)
+        else:  # as Lucene's CJKAnalyzer: each pair of neighbours; a lone character on its own
+            chars = _CJK_CHAR.findall(cjk)
+            tokens += chars if len(chars) == 1 else [a + b for a, b in zip(chars, chars[1:])]
+    return tokens
 
 # %% ../nbs/11_text_retrieval.ipynb #13461849
 def _check_ngrams(word_ngrams, char_ngrams) -> tuple[int, tuple[int, int]]:
@@ -208,7 +242,7 @@ def paraphrase_tickets(
     synonym_p = check_probability(synonym_p, 'synonym_p')
     drop_p = check_probability(drop_p, 'drop_p')
     rng = np.random.default_rng(check_int(seed, 'seed', low=0))
-    table = PARAPHRASE_SYNONYMS if synonyms is None else synonyms
+    table = PARAPHRASE_SYNONYMS if synonyms is None else _check_synonyms(synonyms)
     rows = []
     for problem, group in df.groupby('problem_id', sort=True):
         texts, ids = list(group.text), list(group.ticket_id)

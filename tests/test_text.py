@@ -1,6 +1,9 @@
 """Tests of contrastive_nb.text beyond the lesson's own asserts: brute-force metrics, the loss mask,
 determinism, the leak check and the search round trip."""
 import math
+import random
+import re
+import string
 import subprocess
 import sys
 
@@ -29,6 +32,59 @@ def labels_of(frame, index):
 def test_tokenize():
     assert T.tokenize("Hi, I'm CHARGED twice (2x)!") == ['hi', "i'm", 'charged', 'twice', '2x']
     assert T.tokenize('') == [] and T.tokenize(' ,. ') == []
+
+
+OLD_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")  # the ASCII-only tokeniser before issue 23
+
+
+def test_tokenize_ascii_unchanged(tickets):
+    "ASCII text gives the old tokens exactly, so lesson 11's numbers and its bm25s check stand."
+    rng = random.Random(0)
+    chars = string.printable + "'" * 5  # apostrophes often, to exercise the suffix
+    noise = [''.join(rng.choice(chars) for _ in range(rng.randint(0, 50))) for _ in range(3000)]
+    corpus, _ = T.split_by_message(tickets, 2, seed=0)
+    generated = list(T.paraphrase_tickets(corpus, 3, seed=0).text)
+    for text in list(tickets.text) + generated + noise:
+        assert T.tokenize(text) == OLD_TOKEN.findall(text.lower()), text
+
+
+@pytest.mark.parametrize('text, tokens', [
+    ('Caf\u00e9 na\u00efve', ['caf\u00e9', 'na\u00efve']),          # precomposed é, ï
+    ('Cafe\u0301 nai\u0308ve', ['caf\u00e9', 'na\u00efve']),        # decomposed: NFKC composes
+    ('CAF\u00c9 Stra\u00dfe', ['caf\u00e9', 'strasse']),             # case folding, ß -> ss
+    ('\uff21\uff22\uff23\uff11\uff12 \ufb01x', ['abc12', 'fix']),  # full width, ligature
+    ('Привет, МИР! Ёжик', ['привет', 'мир', 'ёжик']),
+    ('ΟΔΟΣ Σίσυφος', ['οδοσ', 'σίσυφοσ']),                          # final sigma folded
+    ('हिन्दी भाषा', ['हिन्दी', 'भाषा']),                                # vowel signs are marks
+    ('\u0130stanbul', ['i\u0307stanbul']),                      # İ folds to i + combining dot
+    ('退款申请', ['退款', '款申', '申请']),
+    ('退', ['退']),                                              # a lone ideograph: a unigram
+    ('我的iPhone坏了，请退款', ['我的', 'iphone', '坏了', '请退', '退款']),
+    ('漢字かな', ['漢字', '字か', 'かな']),                       # bigrams cross from Han to kana
+    ('パスワード', ['パス', 'スワ', 'ワー', 'ード']),
+    ('\uff8a\uff9f\uff7d\uff9c\uff70\uff84\uff9e', ['パス', 'スワ', 'ワー', 'ード']),  # half width
+    ('비밀번호 잊음', ['비밀', '밀번', '번호', '잊음']),
+    ('中・日', ['中', '日']),                                     # the katakana dot separates
+    ('can\u2019t log_in', ["can't", 'log', 'in']),               # typographic apostrophe
+])
+def test_tokenize_beyond_ascii(text, tokens):
+    assert T.tokenize(text) == tokens
+
+
+def test_features_and_scores_beyond_ascii():
+    "The n-gram encoder, BM25, TF-IDF and the leak check take the new tokens as they are."
+    composed, decomposed = 'Caf\u00e9 cr\u00e8me', 'Cafe\u0301 cre\u0300me'
+    assert torch.equal(T.hashed_ngrams(composed), T.hashed_ngrams(decomposed))
+    ids = T.hashed_ngrams('退款申请', word_ngrams=1, char_ngrams=(3, 3))
+    assert len(ids) == 3 + 3 * 2  # three bigrams; each '<ab>' gives '<ab' and 'ab>'
+    enc = T.TextEncoder(n_buckets=64, dim=4, hidden=4, out_dim=4)
+    assert enc.encode(['我要退款', 'Привет']).shape == (2, 4)
+    corpus = ['我要退款', '密码忘了', '应用崩溃了', 'app crashes']
+    for method in T.LEXICAL_METHODS:
+        scores = T.lexical_scores(['请给我退款', '应用又崩溃', 'the APP'], corpus, method)
+        assert scores.argmax(1).tolist() == [0, 2, 3]
+    sim = T.char_ngram_jaccard(['Cafe\u0301!'], ['caf\u00e9', 'cafe'])
+    assert math.isclose(sim[0, 0].item(), 1.0, abs_tol=1e-12) and sim[0, 1].item() < 0.5
 
 
 def test_hashed_ngrams_count_and_range():
@@ -212,6 +268,16 @@ def test_paraphrases_use_only_their_problem(tickets):
         words = set().union(*(T.tokenize(text_of[s]) for s in sources.split('+')))
         assert set(T.tokenize(text)) <= words
     assert not gen.equals(T.paraphrase_tickets(corpus, 4, seed=3, synonym_p=0.0, drop_p=0.0))
+
+
+def test_paraphrase_synonym_table_is_checked(tickets):
+    few = tickets[tickets.problem_id.isin(['P001', 'P002'])]
+    own = T.paraphrase_tickets(few, 3, synonym_p=1.0, seed=0, synonyms={'charged': ['zapped']})
+    assert own.text.str.contains('zapped').any()
+    with pytest.raises(TypeError, match=r"synonyms\['refund'\] must be a tuple or list"):
+        T.paraphrase_tickets(few, 3, synonyms={'refund': 'money back'})  # letters, not words
+    with pytest.raises(TypeError, match="synonyms must be a dict"):
+        T.paraphrase_tickets(few, 3, synonyms=[('refund', ('money back',))])
 
 
 # --- BM25 ----------------------------------------------------------------------------------------------
