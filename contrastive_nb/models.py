@@ -62,7 +62,17 @@ def _check_images(
         raise ValueError(f"x holds one image of {size} px, 1×1 at the last stage: "
                          "BatchNorm in training mode needs more than one value per channel; "
                          "use a batch of at least 2 or eval mode")
-    return x.to(weight.dtype)
+    return _cast(x, 'x', weight.dtype)
+
+def _cast(x: Tensor, name: str, dtype: torch.dtype) -> Tensor:
+    "Finite `x` in the model's dtype; values beyond that dtype's range raise instead of becoming inf."
+    if x.dtype == dtype: return x
+    out = x.to(dtype)
+    if not torch.isfinite(out).all():
+        raise ValueError(f"{name} has values up to {x.abs().max().item():.3g}, beyond the range of "
+                         f"the model's {dtype} (largest {torch.finfo(dtype).max:.3g}): scale the "
+                         f"inputs, or convert the model with .to({name}.dtype)")
+    return out
 
 class SmallCNN(nn.Module):
     "A small image encoder: conv3×3–norm–ReLU stages, 2×2 max-pools between them, average pool."
@@ -131,7 +141,7 @@ class ProjectionHead(nn.Module):
         if self.training and self.norm == 'batch' and len(h) < 2:
             raise ValueError("h holds one vector: BatchNorm in training mode needs a batch of "
                              "at least 2; use eval mode for a single vector")
-        return self.net(h.to(self.net[0].weight.dtype))
+        return self.net(_cast(h, 'h', self.net[0].weight.dtype))
 
 # %% ../nbs/models.ipynb #f997fc64
 def _check_resnet_input(model: nn.Module, args: tuple) -> tuple:

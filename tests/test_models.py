@@ -234,3 +234,18 @@ def test_cuda_agrees_with_cpu():
         bad = inputs.cuda().clone()
         bad.view(-1)[0] = float('nan')
         with pytest.raises(ValueError, match='contains NaN'): model(bad)
+
+# --- faults found by probing (issue 23) ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize('build, shape, name', [
+    (lambda: SmallCNN(width=2, blocks=2).eval(), (2, 3, 8, 8), 'x'),
+    (lambda: resnet18_small(norm='group').eval(), (1, 3, 4, 4), 'x'),
+    (lambda: ProjectionHead(4, 8, 2).eval(), (2, 4), 'h')])
+def test_inputs_beyond_the_model_dtype_raise_instead_of_giving_nan(build, shape, name):
+    "float64 inputs of 1e300 became inf in the float32 model: SmallCNN and the head returned NaN, silently."
+    torch.manual_seed(0)
+    model = build()
+    x = torch.rand(shape, dtype=torch.float64)
+    assert torch.isfinite(model(x)).all()  # in range: cast, as before
+    with pytest.raises(ValueError, match=f'{name} has values up to'): model(x * 1e300)
+    with pytest.raises(ValueError, match=f'{name} has values up to'): model.half()(x.float() * 1e6)
