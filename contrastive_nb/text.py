@@ -8,6 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/text_retrieval.html.md"""
 from __future__ import annotations
 
 import math
+import os
 import re
 import unicodedata
 import zlib
@@ -28,6 +29,7 @@ from .hard_negatives import top_k_negatives
 from .infonce import _reduce, _unit_rows, REDUCTIONS
 from .pairs import TICKET_SYNONYMS, _as_ids, _check_synonyms, delete_words
 from .pairs import replace_synonyms
+from .training import CheckpointError, save_checkpoint
 
 # %% auto #0
 __all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'tokenize', 'hashed_ngrams', 'TextEncoder',
@@ -539,6 +541,36 @@ def train_text_encoder(
     bar.close()
     return encoder.eval(), losses
 
+# %% ../nbs/11_text_retrieval.ipynb #f701aefd
+_FORMAT, _VERSION = 'contrastive_nb.TicketSearch', 1  # written by `TicketSearch.save`
+
+def _read_search(
+    path: str | Path, # a file written by `TicketSearch.save`
+) -> dict: # its contents: format, version, config, state, texts
+    "Read a saved search safely (no pickled code); any fault is a CheckpointError naming the file."
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
+    if str(path) in ('', '.'): raise ValueError(f"path must name a file, got {str(path)!r}")
+    path = Path(path)
+    if not path.is_file():
+        what = 'is a folder' if path.is_dir() else 'does not exist'
+        raise CheckpointError(f"path {str(path)!r} {what}: no TicketSearch file to load")
+    try: saved = torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as e:  # cut short, random bytes, or a pickle of arbitrary objects
+        raise CheckpointError(f"{path} is truncated or not a torch file, so no TicketSearch file "
+                              f"({type(e).__name__}: {str(e)[:120]})") from None
+    kind = saved.get('format') if isinstance(saved, dict) else None
+    if kind is None and isinstance(saved, dict) and {'config', 'state', 'texts'} <= saved.keys():
+        kind = _FORMAT  # written before the format and version were recorded: version 1
+    if kind != _FORMAT:
+        held = f"a {kind!r} file" if kind else f"a {type(saved).__name__}"
+        raise CheckpointError(f"{path} is not a TicketSearch file: it holds {held}")
+    version = saved.get('version', 1)
+    if version != _VERSION:
+        raise CheckpointError(f"{path} is a TicketSearch file of version {version!r}; this "
+                              f"contrastive_nb reads version {_VERSION} (upgrade it to read newer)")
+    return saved
+
 # %% ../nbs/11_text_retrieval.ipynb #18a2344b
 class TicketSearch:
     "Semantic search over a list of texts with a `TextEncoder`: fit, search, save, load."
@@ -577,26 +609,25 @@ class TicketSearch:
                             index=pd.RangeIndex(1, k + 1, name='rank'))
 
     def save(self,
-             path: str | Path, # file to write (a torch checkpoint)
+             path: str | Path, # file to write (a torch checkpoint); its folder is created
             ) -> Path: # the path written
         "Save the encoder's configuration and weights and the corpus texts."
-        if not isinstance(path, (str, Path)):
-            raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
         if self.embeddings is None: raise ValueError("call fit(texts) before save")
-        if str(path) in ('', '.'): raise ValueError(f"path must name a file, got {str(path)!r}")
-        path = Path(path)
-        torch.save({'config': self.encoder.config, 'state': self.encoder.state_dict(),
-                    'texts': self.texts}, path)
-        return path
+        # save_checkpoint writes atomically: a crash leaves the old file, never half a file
+        return save_checkpoint({'format': _FORMAT, 'version': _VERSION, 'texts': self.texts,
+                                'config': self.encoder.config,
+                                'state': self.encoder.state_dict()}, path)
 
     @classmethod
     def load(cls,
              path: str | Path, # a file written by `save`
             ) -> TicketSearch: # a fitted search, equal to the saved one
-        "Rebuild a saved search: same encoder, same corpus, same results."
-        if not isinstance(path, (str, Path)):
-            raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
-        saved = torch.load(Path(path), weights_only=True)
-        encoder = TextEncoder(**saved['config'])
-        encoder.load_state_dict(saved['state'])
-        return cls(encoder).fit(saved['texts'])
+        "Rebuild a saved search; a missing or bad file raises a `CheckpointError` that names it."
+        saved = _read_search(path)
+        try:
+            encoder = TextEncoder(**saved['config'])
+            encoder.load_state_dict(saved['state'])
+            return cls(encoder).fit(saved['texts'])
+        except Exception as e:  # the right keys, wrong contents: a damaged or hand-made file
+            raise CheckpointError(f"{path} is a damaged TicketSearch file "
+                                  f"({type(e).__name__}: {str(e)[:120]})") from None

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from contrastive_nb import text as T
 from contrastive_nb.data import load_tickets
 from contrastive_nb.infonce import info_nce
+from contrastive_nb.training import CheckpointError
 
 
 @pytest.fixture(scope='module')
@@ -348,6 +349,52 @@ def test_search_round_trip(tmp_path, tickets):
     pd.testing.assert_frame_equal(loaded.search('I was charged twice', k=5),
                                   search.search('I was charged twice', k=5))
 
+
+def _saved_search(folder):
+    torch.manual_seed(0)
+    search = T.TicketSearch(T.TextEncoder(n_buckets=100, dim=4, hidden=4, out_dim=4))
+    return search.fit(['charged twice', 'app crashes', 'refund please']).save(folder / 'search.pt')
+
+
+def test_load_refuses_every_bad_file_naming_it(tmp_path):
+    good = _saved_search(tmp_path)
+    data, saved = good.read_bytes(), torch.load(good, weights_only=True)
+    def write(name, content):
+        path = tmp_path / name
+        if isinstance(content, bytes): path.write_bytes(content)
+        else: torch.save(content, path)
+        return path
+    cases = [
+        (write('truncated.pt', data[:len(data) // 2]), 'truncated or not a torch file'),
+        (write('empty.pt', b''), 'truncated or not a torch file'),
+        (write('noise.pt', np.random.default_rng(0).bytes(4096)), 'truncated or not a torch file'),
+        (write('frame.pt', pd.DataFrame({'a': [1]})), 'truncated or not a torch file'),  # pickled code
+        (write('tensor.pt', torch.zeros(3)), 'not a TicketSearch file: it holds a Tensor'),
+        (write('trainer.pt', {'model': {}, 'step': 3}), 'not a TicketSearch file: it holds a dict'),
+        (write('clip.pt', {**saved, 'format': 'CLIP'}), "not a TicketSearch file: it holds a 'CLIP'"),
+        (write('newer.pt', {**saved, 'version': 2}), 'TicketSearch file of version 2; this'),
+        (write('damaged.pt', {**saved, 'config': {**saved['config'], 'dim': 5}}), 'damaged'),
+        (write('no_texts.pt', {**saved, 'texts': []}), 'damaged TicketSearch file'),
+        (tmp_path / 'missing.pt', 'does not exist'),
+        (tmp_path, 'is a folder'),
+    ]
+    for path, why in cases:
+        with pytest.raises(CheckpointError, match=re.escape(why)) as e:
+            T.TicketSearch.load(path)
+        assert str(path) in str(e.value) and isinstance(e.value, ValueError), e.value
+    with pytest.raises(ValueError, match='path must name a file'): T.TicketSearch.load('')
+    with pytest.raises(TypeError, match='path must be a str'): T.TicketSearch.load(3)
+
+
+def test_load_reads_files_saved_before_the_version(tmp_path):
+    "A file from before the format and version keys is version 1 and loads as before."
+    good = _saved_search(tmp_path)
+    old = {k: v for k, v in torch.load(good, weights_only=True).items()
+           if k not in ('format', 'version')}
+    torch.save(old, tmp_path / 'old.pt')
+    a, b = T.TicketSearch.load(good), T.TicketSearch.load(tmp_path / 'old.pt')
+    assert a.texts == b.texts
+    assert torch.allclose(a.embeddings, b.embeddings, atol=1e-6)
 
 @pytest.mark.parametrize('call, error', [
     (lambda s: s.search('', k=3), ValueError), (lambda s: s.search('!?', k=3), ValueError),
