@@ -289,7 +289,10 @@ def _gaussian_blur(images: Tensor, sigma: Tensor, kernel_size: int) -> Tensor:
     n, c, h, w = images.shape
     half = kernel_size // 2
     offsets = torch.arange(-half, half + 1, dtype=images.dtype, device=images.device)
-    kernel = torch.exp(-0.5 * (offsets / sigma.to(images)[:, None]) ** 2)
+    # A σ that underflows in the images' dtype (1e-300 in float32) becomes the smallest normal
+    # number, not 0: 0 / 0 at the centre tap made the whole image NaN. Any σ that tiny is no blur.
+    sigma = sigma.to(images).clamp_min(torch.finfo(images.dtype).tiny)
+    kernel = torch.exp(-0.5 * (offsets / sigma[:, None]) ** 2)
     # One 1-D kernel per (image, channel), as a row (N C, 1, 1, k); its transpose .mT is a column.
     kernel = (kernel / kernel.sum(1, keepdim=True)).repeat_interleave(c, 0)[:, None, None, :]
     flat = F.pad(images.reshape(1, n * c, h, w), (half, half, half, half), mode='reflect')

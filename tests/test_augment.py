@@ -397,3 +397,12 @@ def test_channels_last_images_get_the_permute_hint():
     from contrastive_nb.augment import augment_batch
     with pytest.raises(ValueError, match=r'channels look last: use images\.permute\(0, 3, 1, 2\)'):
         augment_batch(torch.rand(2, 8, 8, 3), AugmentationPolicy(size=8))
+
+# --- faults found by probing (issue 23) ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize('sigma', [1e-300, 1e-50])
+def test_blur_with_a_sigma_that_underflows_is_the_identity_not_nan(sigma):
+    "A float64 σ of 1e-300 became 0 in float32: 0 / 0 at the centre tap made every pixel NaN, silently."
+    images = torch.rand(3, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    out = gaussian_blur(images, torch.full((3,), sigma, dtype=torch.float64), 3)
+    torch.testing.assert_close(out, images)
