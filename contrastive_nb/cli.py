@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser: # `contrastive-nb` with `train` a
     train.add_argument('--run-dir', metavar='DIR',
                        help="run folder (default: runs/METHOD-DATASET-TIME)")
     train.add_argument('--resume', metavar='RUN_DIR',
-                       help="continue a run from its newest checkpoint, with its saved settings")
+                       help="continue a run from its newest checkpoint, with its saved settings "
+                            "(with --epochs N: extend a finished run to N epochs)")
     comments = option_help()
     settings = train.add_argument_group('settings (each also a key of the --config file)')
     for f in dataclasses.fields(TrainConfig):
@@ -117,10 +118,11 @@ def _settings(args: argparse.Namespace) -> dict:
 def _train(args: argparse.Namespace) -> dict:
     given = _settings(args)
     if args.resume:
-        if given or args.config or args.run_dir:
+        others = sorted(set(given) - {'epochs'}) or [args.config or args.run_dir]
+        if set(given) - {'epochs'} or args.config or args.run_dir:
             raise ValueError("--resume continues a run with its saved settings: give no other "
-                             f"options (got {sorted(given) or [args.config or args.run_dir]})")
-        return resume(args.resume).report()
+                             f"options but --epochs, to extend a finished run (got {others})")
+        return resume(args.resume, given.get('epochs')).report()
     values = read_config_file(args.config) if args.config else {}
     config = TrainConfig.from_dict({**values, **given})  # every check runs before any work
     run_dir = [args.run_dir or str(Path('runs') / f"{config.method}-{config.dataset}-"

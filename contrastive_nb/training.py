@@ -654,23 +654,21 @@ def _saved_settings(run_dir: Path) -> dict | None:
 
 def _check_same_run(
     run_dir: Path, # the run folder
-    config: TrainConfig | None, # the settings of the run that continues there; None: a new run
-) -> bool: # whether config.json must be (re)written with the next checkpoint
+    settings: dict | None, # what config.json must hold for the run to continue there; None: new
+) -> None:
     "One run per folder: a new run never writes into another's, a continued one matches its own."
     newest = latest_checkpoint(run_dir)
-    if newest is None: return True  # nothing to mix with: no checkpoint, no run to lose
-    if config is None:
+    if newest is None: return  # nothing to mix with: no checkpoint, no run to lose
+    if settings is None:
         raise ValueError(f"{run_dir} already holds a run ({newest.name}): resume it "
                          f"(contrastive-nb train --resume {run_dir}, or resume() in Python), "
                          "or choose another run folder")
     saved = _saved_settings(run_dir)
-    if saved is None: return True
-    differ = _setting_differences(saved, config.to_dict())
+    differ = '' if saved is None else _setting_differences(saved, settings)
     if differ:
         raise ValueError(f"{run_dir / 'config.json'} and this run differ in {differ}: a run "
                          "continues with the settings it was trained with; restore config.json, "
                          "or train a new run in another folder")
-    return saved != config.to_dict()
 
 def _check_new_run_dir(run_dir: Path) -> None:
     "The checks of a new run's folder, before any work (the command line makes the same)."
@@ -717,6 +715,7 @@ class Trainer:
         self.policy = config.policy()
         self.steps_per_epoch = len(train) // config.batch_size
         self.total_steps = config.epochs * self.steps_per_epoch
+        self.segments = [config.epochs]  # the last epoch of each segment of the schedule
         with cpu_threads(config.threads):
             torch.manual_seed(config.seed)
             encoder, head = _build_modules(config)
@@ -734,9 +733,8 @@ class Trainer:
         if config.compile: encoder.compile()
         self.parameters = [p for p in self.method.parameters() if p.requires_grad]
         self.optimizer = _optimizer(config, self.parameters)
-        warmup = config.warmup_epochs * self.steps_per_epoch
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lr_factor(s, self.total_steps, warmup, config.schedule))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
+                                                           lambda s: self._lr_factor(s))
         if self.dtype != torch.float32: self.method.autocast = self._autocast
         self.scaler = torch.amp.GradScaler(self.device.type,
                                            enabled=config.precision == 'float16')
@@ -747,8 +745,32 @@ class Trainer:
             self._broadcast(self.method.parameters())  # every process starts from rank 0's weights
             self._broadcast(self.method.buffers())
         self.step, self.order, self.history, self.monitor = 0, None, [], []
-        # a new run until it loads a state or writes a checkpoint; then run_dir's are its own
-        self._continues, self._settings_to_write = False, True
+        # what run_dir's config.json must hold for this run to go on there (None: a new run)
+        self._folder_settings, self._settings_to_write = None, True
+
+    def _lr_factor(self, step: int) -> float:
+        "The schedule: in each segment, a warm-up then the cosine (or constant) from the base lr."
+        bounds = [0] + [e * self.steps_per_epoch for e in self.segments]
+        i = max(k for k in range(len(self.segments)) if bounds[k] <= step)
+        warmup = self.config.warmup_epochs * self.steps_per_epoch
+        return lr_factor(step - bounds[i], bounds[i + 1] - bounds[i], warmup, self.config.schedule)
+
+    def extend(self,
+               epochs: int, # the run's new length, more epochs than it has
+              ) -> None:
+        "Lengthen a finished run by a new segment: warm-up and schedule again from the base lr."
+        old, epochs = self.config.epochs, check_int(epochs, 'epochs')
+        if self.step < self.total_steps:
+            raise ValueError(f"the run is not finished (step {self.step} of {self.total_steps}): "
+                             "resume it to its end, then extend it")
+        if epochs - old <= self.config.warmup_epochs:
+            raise ValueError(f"epochs must be more than the run's {old} + warmup_epochs "
+                             f"({self.config.warmup_epochs}) to extend it, got {epochs}")
+        self.config = dataclasses.replace(self.config, epochs=epochs)
+        self.segments.append(epochs)
+        self.total_steps = epochs * self.steps_per_epoch
+        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
+            group['lr'] = base * self._lr_factor(self.step)  # the new segment's first rate
 
     def _broadcast(self, tensors: Iterator[Tensor]) -> None:
         "Rank 0's values of `tensors` in every process."
@@ -823,6 +845,7 @@ class Trainer:
         process_rng = self._process_rng() if self.world_size > 1 else None
         return {'format': 1, 'config': self.config.to_dict(), 'step': self.step,
                 'world_size': self.world_size, 'process_rng': process_rng,
+                'segments': list(self.segments),
                 'epoch': self.step // self.steps_per_epoch,
                 'model': self.method.state_dict(), 'optimizer': self.optimizer.state_dict(),
                 'scheduler': self.scheduler.state_dict(), 'scaler': self.scaler.state_dict(),
@@ -853,7 +876,8 @@ class Trainer:
         self.step, self.order = state['step'], state['order']
         self.history = [tuple(r) for r in state['history']]
         self.monitor = [tuple(r) for r in state['monitor']]
-        self._continues = True
+        self.segments = list(state.get('segments', [self.config.epochs]))  # older: one segment
+        self._folder_settings = state['config']
 
     def checkpoint(self) -> Path:
         "Save a checkpoint in run_dir/checkpoints (rank 0 writes), keep the previous one."
@@ -869,7 +893,7 @@ class Trainer:
             previous = [p for p in _checkpoints(self.run_dir) if _step_of(p) < self.step][-1:]
             for old in set(_checkpoints(self.run_dir)) - {path, *previous}: old.unlink()
             self.write_metrics()
-        self._continues, self._settings_to_write = True, False
+        self._folder_settings, self._settings_to_write = self.config.to_dict(), False
         return path
 
     def write_metrics(self) -> None:
@@ -888,8 +912,9 @@ class Trainer:
         c = self.config
         writes = self.run_dir is not None and self.rank == 0  # one process writes files and logs
         if self.run_dir is not None:  # every process checks; rank 0 alone writes, later
-            self._settings_to_write = _check_same_run(self.run_dir,
-                                                      c if self._continues else None)
+            _check_same_run(self.run_dir, self._folder_settings)
+            self._settings_to_write = (self._folder_settings is None
+                                       or _saved_settings(self.run_dir) != c.to_dict())
         if writes: self.run_dir.mkdir(parents=True, exist_ok=True)
         self.method.train()
         bar = tqdm(total=self.total_steps, initial=self.step, disable=not c.progress or self.rank,
@@ -922,10 +947,13 @@ class Trainer:
 
     def report(self) -> dict:
         "Final numbers: last loss, validation kNN, and the test kNN (reported, never selected on)."
-        return {'method': self.config.method, 'dataset': self.config.dataset, 'step': self.step,
-                'final_loss': self.history[-1][2] if self.history else None,
-                'val_knn': self.knn('val') if len(self.data['val']) else None,
-                'test_knn': self.knn('test')}
+        report = {'method': self.config.method, 'dataset': self.config.dataset, 'step': self.step,
+                  'final_loss': self.history[-1][2] if self.history else None,
+                  'val_knn': self.knn('val') if len(self.data['val']) else None,
+                  'test_knn': self.knn('test')}
+        if len(self.segments) > 1:  # an extended run: [first, last) epochs of each segment
+            report['segments'] = [list(s) for s in zip([0] + self.segments[:-1], self.segments)]
+        return report
 
 # %% ../nbs/09_training.ipynb #6a2de638
 def latest_checkpoint(
@@ -947,10 +975,29 @@ def train(
     trainer.fit()
     return trainer
 
+def _check_extension(run_dir: Path, state: dict, epochs) -> None:
+    "Before any work: a finished run is extended only when asked, an unfinished one never."
+    done, length = state['epoch'], state['config']['epochs']
+    warmup = state['config']['warmup_epochs']
+    if epochs is None:
+        if done >= length:
+            raise ValueError(f"{run_dir} holds a finished run ({length} epochs): to train it "
+                             "longer, give its new length: contrastive-nb train --resume "
+                             f"{run_dir} --epochs N, or resume(run_dir, epochs=N), with "
+                             f"N > {length + warmup}")
+        return
+    if check_int(epochs, 'epochs') <= length + warmup:  # each segment warms up anew
+        raise ValueError(f"epochs must be more than the run's {length} + warmup_epochs "
+                         f"({warmup}) to extend it, got {epochs}")
+    if done < length:
+        raise ValueError(f"epochs extends a finished run, and {run_dir} is at epoch {done} of "
+                         f"{length}: resume it without epochs first")
+
 def resume(
     run_dir: str | Path, # a run folder with at least one checkpoint
+    epochs: int | None = None, # a finished run: its new length, in more epochs than it has
 ) -> Trainer: # the finished run
-    "Continue a run from its newest checkpoint, with its saved settings, to the end."
+    "Continue a run from its newest checkpoint, with its saved settings, to the end (or extend it)."
     if not isinstance(run_dir, (str, os.PathLike)):
         raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
     run_dir = Path(run_dir)
@@ -964,7 +1011,9 @@ def resume(
                              f"{differ}: a run continues with the settings it was trained with; "
                              "restore config.json, or train a new run in another folder")
         values = {**values, **{k: saved[k] for k in RUNTIME_SETTINGS if k in saved}}
+    _check_extension(run_dir, state, epochs)
     trainer = Trainer(TrainConfig.from_dict(values), run_dir)
     trainer.load_state_dict(state)
+    if epochs is not None: trainer.extend(epochs)
     trainer.fit()
     return trainer

@@ -1,4 +1,5 @@
 """Bad-input registry of contrastive_nb.training (read by tests/test_bad_input.py)."""
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -33,6 +34,13 @@ def cases():
             finally:
                 if not existed: table.pop(name, None)
         return call
+
+    def extended(run_dir, epochs):
+        "resume() of a fresh copy of the finished run, so that every call extends the same run."
+        if run_dir == str(run):
+            run_dir = str(_tmp() / 'run')
+            shutil.copytree(run, run_dir)
+        return t.resume(run_dir, epochs)
 
     def threads(n):
         with t.cpu_threads(n): return torch.get_num_threads()
@@ -73,7 +81,7 @@ def cases():
         'load_checkpoint': [Case(t.load_checkpoint, dict(path=checkpoint), os_errors=True,
                                  aliases={'path': ('checkpoint',)})],
         'latest_checkpoint': [Case(t.latest_checkpoint, dict(run_dir=str(run)), os_errors=True)],
-        'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp())))],
+        'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp()), datasets=t.load_datasets(config)))],
         'train': [Case(t.train, dict(config=config))],
-        'resume': [Case(t.resume, dict(run_dir=str(run)), os_errors=True)],
+        'resume': [Case(extended, dict(run_dir=str(run), epochs=2), os_errors=True)],
     }

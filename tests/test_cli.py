@@ -142,8 +142,8 @@ def test_options_override_the_config_file(tmp_path, capsys, monkeypatch):
     assert read_config_file(tmp_path / 'r' / 'config.toml') == saved  # the saved TOML reads back
     code, _, err = run_main(capsys, 'train', *TINY, '--run-dir', 'r')
     assert code == 2 and 'already holds a run' in err
-    code, _, err = run_main(capsys, 'train', '--resume', 'r', '--epochs', '5')
-    assert code == 2 and '--resume continues a run with its saved settings' in err
+    code, _, err = run_main(capsys, 'train', '--resume', 'r', '--lr', '0.5')
+    assert code == 2 and '--resume continues a run with its saved settings' in err and "['lr']" in err
 
 def test_missing_config_and_run_folders(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -221,3 +221,15 @@ def test_a_binary_config_file_says_it_is_not_a_text_file(tmp_path, capsys, monke
     code, _, err = run_main(capsys, 'train', '--config', name)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f'config file {name} is not a TOML or JSON text file' in err and "codec can't decode" not in err
+
+def test_resume_of_a_finished_run_says_so_and_epochs_extends_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_main(capsys, 'train', *TINY, '--run-dir', 'r')[0] == 0
+    code, _, err = run_main(capsys, 'train', '--resume', 'r')
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert 'r holds a finished run (2 epochs)' in err and 'contrastive-nb train --resume r --epochs N' in err
+    code, out, err = run_main(capsys, 'train', '--resume', 'r', '--epochs', '3')
+    assert code == 0, err
+    report = json.loads(out)
+    assert report['step'] == 18 and report['segments'] == [[0, 2], [2, 3]]
+    assert report == json.loads((tmp_path / 'r' / 'report.json').read_text())

@@ -5,6 +5,7 @@ import json
 import math
 import os
 import random
+import shutil
 import struct
 import subprocess
 import sys
@@ -471,3 +472,47 @@ def test_own_datasets_train_with_an_empty_validation_split_and_grey_images():
     trainer = Trainer(tiny(), datasets={**grey, 'val': grey['val'].subset(slice(0, 0))})
     report = trainer.fit()
     assert trainer.images.shape[1] == 3 and report['val_knn'] is None and 0 <= report['test_knn'] <= 1
+
+# --- a finished run says so, and is extended only when asked (issue 23) -----------------------------------------
+
+def test_resuming_a_finished_run_says_it_is_finished_and_how_to_extend_it(tmp_path, no_work):
+    (tmp_path / 'checkpoints').mkdir()
+    state = {'model': {}, 'step': 8, 'epoch': 2, 'config': tiny(warmup_epochs=1).to_dict()}
+    save_checkpoint(state, tmp_path / 'checkpoints' / 'step-00000008.pt')
+    with pytest.raises(ValueError, match=r'holds a finished run \(2 epochs\): .*--resume .* --epochs N, or '
+                                         r'resume\(run_dir, epochs=N\), with N > 3'):
+        resume(tmp_path)
+    with pytest.raises(ValueError, match=r"epochs must be more than the run's 2 \+ warmup_epochs \(1\)"):
+        resume(tmp_path, epochs=3)
+    with pytest.raises(TypeError, match='epochs must be an int'): resume(tmp_path, epochs=4.0)
+    save_checkpoint({**state, 'step': 6, 'epoch': 1}, tmp_path / 'checkpoints' / 'step-00000008.pt')
+    with pytest.raises(ValueError, match='epochs extends a finished run, and .* is at epoch 1 of 2'):
+        resume(tmp_path, epochs=4)
+
+def test_an_extension_is_a_new_warm_up_and_cosine_segment_from_the_base_rate(tmp_path):
+    config = tiny(schedule='cosine', warmup_epochs=1, lr=0.01)
+    first = train(config, tmp_path)
+    extended = resume(tmp_path, epochs=4)
+    lrs = [row[3] for row in extended.history]
+    assert lrs[:8] == [row[3] for row in first.history]  # the first segment untouched
+    assert lrs[8:12] == pytest.approx([0.0025, 0.005, 0.0075, 0.01])  # warm-up again, from the base rate
+    assert lrs[12] == pytest.approx(0.01) and lrs[15] == pytest.approx(0.01 * 0.5 * (1 + math.cos(math.pi * 3 / 4)))
+    report = json.loads((tmp_path / 'report.json').read_text())
+    assert report['step'] == 16 and report['segments'] == [[0, 2], [2, 4]]
+    assert json.loads((tmp_path / 'config.json').read_text())['epochs'] == 4
+    assert load_checkpoint(latest_checkpoint(tmp_path))['segments'] == [2, 4]
+    with pytest.raises(ValueError, match=r"finished run \(4 epochs\)"): resume(tmp_path)
+
+def test_an_extension_interrupted_mid_segment_resumes_bit_identically(tmp_path, monkeypatch):
+    config = tiny(schedule='cosine', warmup_epochs=1, checkpoint_every=3, knn_every=1)
+    train(config, tmp_path / 'whole')
+    shutil.copytree(tmp_path / 'whole', tmp_path / 'crashed')
+    whole = resume(tmp_path / 'whole', epochs=4)
+    crash_at(monkeypatch, 13)
+    with pytest.raises(KeyboardInterrupt): resume(tmp_path / 'crashed', epochs=4)
+    monkeypatch.undo()
+    assert latest_checkpoint(tmp_path / 'crashed').name == 'step-00000012.pt'
+    resumed = resume(tmp_path / 'crashed')  # within the second segment: no epochs needed
+    assert same_weights(weights(resumed.method), weights(whole.method))
+    assert losses(resumed) == losses(whole)
+    assert [r[3] for r in resumed.history] == [r[3] for r in whole.history] and resumed.monitor == whole.monitor
