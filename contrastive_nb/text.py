@@ -26,7 +26,7 @@ from ._checks import check_indices, check_probability, check_tensor
 from .data import _check_tickets
 from .debiased import supcon_loss
 from .hard_negatives import top_k_negatives
-from .infonce import _reduce, _unit_rows, REDUCTIONS
+from .infonce import _reduce, _unit_rows, floor_at_zero, REDUCTIONS
 from .pairs import TICKET_SYNONYMS, _as_ids, _check_synonyms, delete_words
 from .pairs import replace_synonyms
 from .training import CheckpointError, save_checkpoint
@@ -427,7 +427,9 @@ def mnrl_loss(
         same[:, :n].fill_diagonal_(False)                           # ... but not the positive
         logits = logits.masked_fill(same, -math.inf)
     target = torch.arange(n, device=a.device)
-    return _reduce(F.cross_entropy(logits, target, reduction='none'), reduction)
+    # Each row floored before the reduction: a perfect match is 0, not -0.0 or a rounding below
+    # it; the gradient is that of the plain formula (lesson 03's straight-through floor).
+    return _reduce(floor_at_zero(F.cross_entropy(logits, target, reduction='none')), reduction)
 
 # %% ../nbs/11_text_retrieval.ipynb #1ffedafc
 def mine_hard_negatives(

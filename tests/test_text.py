@@ -178,6 +178,31 @@ def test_mnrl_gradient():
     assert torch.autograd.gradcheck(lambda x, y: T.mnrl_loss(x, y, labels, 5.0), (a, p))
 
 
+@pytest.mark.parametrize('reduction', T.REDUCTIONS)
+def test_mnrl_of_a_perfect_pair_is_zero_not_below(reduction):
+    "One pair whose query is its key: loss 0; unfloored, cross_entropy returns -0.0."
+    z = torch.randn(1, 8, generator=torch.Generator().manual_seed(5))
+    for labels in (None, torch.tensor([3])):
+        loss = T.mnrl_loss(z, z.clone(), labels, reduction=reduction)
+        assert (loss >= 0).all() and not loss.signbit().any()  # -0.0 >= 0 holds: see the sign bit
+        assert torch.allclose(loss, torch.zeros_like(loss), atol=1e-6)
+    # a batch of one label: every other pair is masked, every row is such a pair
+    z = torch.randn(4, 8, generator=torch.Generator().manual_seed(6))
+    rows = T.mnrl_loss(z, z + 0.3, torch.zeros(4, dtype=torch.long), reduction='none')
+    assert (rows >= 0).all() and not rows.signbit().any()
+
+
+def test_mnrl_floor_keeps_the_gradient():
+    "The straight-through floor changes no gradient: the same as the plain formula's."
+    g = torch.Generator().manual_seed(7)
+    a, p, h = (torch.randn(n, 5, generator=g, dtype=torch.float64, requires_grad=True)
+               for n in (6, 6, 3))
+    labels, hard_labels = torch.tensor([0, 1, 0, 2, 1, 3]), torch.tensor([2, 0, 4])
+    ours = torch.autograd.grad(T.mnrl_loss(a, p, labels, 9.0, h, hard_labels), (a, p, h))
+    plain = torch.autograd.grad(mnrl_loop(a, p, labels, 9.0, h, hard_labels), (a, p, h))
+    for x, y in zip(ours, plain):
+        assert torch.allclose(x, y, atol=1e-10)
+
 def test_mine_hard_negatives_label_check():
     g = torch.Generator().manual_seed(3)
     z = torch.randn(20, 4, generator=g)
