@@ -110,8 +110,11 @@ class LearnableTemperature(nn.Module):
                  min_scale: float = 1.0, # the smallest scale 1/τ allowed (OpenCLIP: 1, so τ <= 1)
                 ):
         super().__init__()
-        max_scale = check_number(max_scale, 'max_scale', low=0.0, low_open=True)
-        min_scale = check_number(min_scale, 'min_scale', low=0.0, low_open=True)
+        # Both bounds, and τ = 1 / bound, must be normal float32 numbers: a scale of 1e-40 is 0 in
+        # float32 (τ = inf), one of 1e40 is inf.
+        tiny = torch.finfo(torch.float32).tiny
+        max_scale = check_number(max_scale, 'max_scale', low=tiny, high=1 / tiny)
+        min_scale = check_number(min_scale, 'min_scale', low=tiny, high=1 / tiny)
         if min_scale > max_scale:
             raise ValueError(f"min_scale ({min_scale}) must not exceed max_scale ({max_scale})")
         init = float(check_temperature(init, 'init'))
@@ -136,7 +139,11 @@ class LearnableTemperature(nn.Module):
                 similarities: Tensor, # cosine similarities, any shape, finite floating point
                ) -> Tensor: # logits: similarities × scale, as in CLIP
         check_tensor(similarities, 'similarities', dtype='float', finite=True)
-        return similarities * self.scale.to(similarities.dtype)
+        logits = similarities * self.scale.to(similarities.dtype)
+        if not torch.isfinite(logits).all():  # float16 ends at 65 504: a scale of 1e5 overflows
+            raise ValueError(f"similarities × scale overflows {similarities.dtype} (scale "
+                             f"{self.scale.item():.4g}): pass float32 similarities or lower max_scale")
+        return logits
 
     @torch.no_grad()
     def clamp_(self) -> LearnableTemperature:

@@ -358,3 +358,18 @@ def test_learnable_temperature_forward_in_half_precision_stays_finite():
         module.log_scale.fill_(10.0)  # scale clamped to 100
     logits = module(torch.ones(4, 4, dtype=torch.float16))
     assert logits.dtype == torch.float16 and torch.isfinite(logits).all() and logits.max().item() == 100.0
+
+# --- faults found by probing (issue 23) ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize('kwargs, name', [(dict(init=1e40, max_scale=1.0, min_scale=1e-40), 'min_scale'),
+                                          (dict(init=1e-39, max_scale=1e40), 'max_scale')])
+def test_scale_bounds_outside_float32_are_refused(kwargs, name):
+    "min_scale=1e-40 is 0 in float32, so τ read as inf; max_scale=1e40 made .scale raise a RuntimeError."
+    with pytest.raises(ValueError, match=name): LearnableTemperature(**kwargs)
+
+def test_logits_that_overflow_float16_raise_instead_of_becoming_inf():
+    "max_scale=1e6 and float16 similarities gave inf logits, silently."
+    module = LearnableTemperature(init=1e-5, max_scale=1e6)
+    with pytest.raises(ValueError, match='overflows torch.float16'): module(torch.ones(3).half())
+    assert torch.isfinite(module(torch.ones(3))).all()
+    assert torch.isfinite(LearnableTemperature()(torch.ones(3).half())).all()  # CLIP's 100 fits float16
