@@ -565,3 +565,6 @@ def test_staleness_refuses_mismatched_input():
         bank_staleness(torch.zeros(12, 6), encoder, head, images, torch.arange(12))
     with pytest.raises(ValueError, match='negatives are refused'):
         bank_staleness(bank, encoder, head, images[:1], torch.tensor([-1]))
+    wider = MemoryBank(12, 7)  # the network gives 6 features: a RuntimeError from a product before
+    with pytest.raises(ValueError, match='6 features per image but the bank stores 7'):
+        bank_staleness(wider, encoder, head, images, torch.arange(12))
