@@ -365,7 +365,13 @@ def object_kept(
     "How much of each object a crop keeps, from the object's mask."
     check_tensor(masks, 'masks', ndim=3, dtype='float', nonempty=True, finite=True)
     boxes = _check_boxes(boxes, len(masks))
-    if masks.min() < 0: raise ValueError("masks must be non-negative coverage fractions")
+    low, high = torch.stack(torch.aminmax(masks)).tolist()
+    if low < 0 or high > 1 + 1e-3:  # a hair above 1 from rounding is allowed, as for images
+        raise ValueError("masks must be non-negative coverage fractions, at most 1, got values "
+                         f"in [{low:.3g}, {high:.3g}]")
+    dtype = masks.dtype
+    # Sums in float32 at least: a 256×256 float16 mask sums past float16's 65 504 (inf, then NaN).
+    masks = masks.to(torch.promote_types(dtype, torch.float32))
     total = masks.sum((1, 2))
     if (total <= 0).any():
         raise ValueError(f"masks {(total <= 0).nonzero().flatten()[:5].tolist()} are empty: "
@@ -379,4 +385,5 @@ def object_kept(
         return inside.clamp_min(0) * pixels
 
     x0, y0, x1, y1 = boxes.to(masks).unbind(1)
-    return torch.einsum('nhw,nh,nw->n', masks, overlap(y0, y1, h), overlap(x0, x1, w)) / total
+    kept = torch.einsum('nhw,nh,nw->n', masks, overlap(y0, y1, h), overlap(x0, x1, w)) / total
+    return kept.to(dtype)

@@ -406,3 +406,12 @@ def test_blur_with_a_sigma_that_underflows_is_the_identity_not_nan(sigma):
     images = torch.rand(3, 3, 8, 8, generator=torch.Generator().manual_seed(0))
     out = gaussian_blur(images, torch.full((3,), sigma, dtype=torch.float64), 3)
     torch.testing.assert_close(out, images)
+
+def test_object_kept_sums_half_precision_masks_in_float32_and_refuses_fractions_above_one():
+    "A 256×256 float16 mask summed past 65 504: NaN for the whole box, 0 (not 0.5) for half of it, silently."
+    masks = torch.ones(2, 256, 256, dtype=torch.float16)
+    boxes = torch.tensor([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.5, 1.0]])
+    kept = object_kept(masks, boxes)
+    assert kept.dtype == torch.float16
+    torch.testing.assert_close(kept.float(), torch.tensor([1.0, 0.5]))
+    with pytest.raises(ValueError, match='at most 1'): object_kept(masks.float() * 1e38, boxes)
