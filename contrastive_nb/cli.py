@@ -14,6 +14,7 @@ import inspect
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -24,7 +25,8 @@ from torch import distributed as dist
 from . import distributed as _distributed  # registers simclr_global (lesson 10)
 from .data import DatasetNotFoundError
 from .training import (TrainConfig, Trainer, _check_new_run_dir,
-                                     _check_output_folder, _load_newest, resume, world)
+                                     _check_output_folder, _load_newest, latest_checkpoint,
+                                     resume, world)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']
@@ -129,6 +131,7 @@ def _train(args: argparse.Namespace) -> dict:
                                                    f"{time.strftime('%Y%m%d-%H%M%S')}")]
     if world()[0] > 1: dist.broadcast_object_list(run_dir, 0)  # rank 0's clock names the run
     run_dir = Path(run_dir[0])
+    args.run_dir = str(run_dir)  # for the message of an interrupted run
     _check_new_run_dir(run_dir)  # the same check as the Python train(), before any work
     trainer = Trainer(config, run_dir)
     if trainer.rank == 0:
@@ -156,22 +159,44 @@ def _join_torchrun() -> bool:
     dist.init_process_group(backend, timeout=datetime.timedelta(minutes=10))
     return True
 
+def _interrupted(args: argparse.Namespace, where: str, world_size: int) -> str:
+    "The line an interrupted train prints: where it stopped, and the command that goes on."
+    stopped = f"interrupted {where}".strip()  # where: 'at step 13 of 40', or '' outside the loop
+    run = (args.resume or args.run_dir) if args.command == 'train' else None
+    newest = latest_checkpoint(run) if run else None
+    if newest is None: return f"{stopped}, before any checkpoint: start the run again"
+    launch = ('contrastive-nb' if world_size == 1
+              else f"torchrun --nproc-per-node {world_size} -m contrastive_nb.cli")
+    return (f"{stopped}; it goes on from its checkpoint {newest.name} with: "
+            f"{launch} train --resume {run}")
+
+def _raise_interrupt(signum: int, frame) -> None:
+    raise KeyboardInterrupt
+
 def main(
     argv: list[str] | None = None, # the arguments after the program name; None: sys.argv[1:]
-) -> int: # the exit status: 0 done, 2 a usage or settings error
+) -> int: # the exit status: 0 done, 2 a usage or settings error, 130 interrupted
     "`contrastive-nb train ...` or `contrastive-nb evaluate RUN_DIR`; errors in one clear line."
     if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of strings such as ['train', '--epochs', '2'], "
                         f"got {argv!r}")
     args = build_parser().parse_args(argv)
     joined = args.command == 'train' and _join_torchrun()
-    rank = world()[1]  # read before the group is left
+    # torchrun's agent stops its workers with SIGTERM (after a Ctrl-C, say): the same as Ctrl-C
+    if joined: signal.signal(signal.SIGTERM, _raise_interrupt)
+    world_size, rank = world()  # read before the group is left
     try:
         report = _train(args) if args.command == 'train' else _evaluate(args)
     except (TypeError, ValueError, FileNotFoundError, DatasetNotFoundError) as e:
         if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
         print(f"contrastive-nb {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # one line, not a traceback; 130 = 128 + SIGINT, as shells do
+        if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
+        if rank == 0:
+            print(f"contrastive-nb {args.command}: {_interrupted(args, str(e), world_size)}",
+                  file=sys.stderr)
+        return 130
     finally:
         if joined: dist.destroy_process_group()
     if rank == 0: print(json.dumps(report, indent=1))

@@ -919,7 +919,7 @@ class Trainer:
         self.method.train()
         bar = tqdm(total=self.total_steps, initial=self.step, disable=not c.progress or self.rank,
                    desc=f"{c.method} on {c.dataset}", unit='step', mininterval=1)
-        with cpu_threads(c.threads), bar:
+        with cpu_threads(c.threads), bar, self._say_where_stopped():
             while self.step < self.total_steps:
                 step, epoch = self.step, self.step // self.steps_per_epoch
                 lr = self.optimizer.param_groups[0]['lr']
@@ -944,6 +944,13 @@ class Trainer:
         if writes:
             _write_text(self.run_dir / 'report.json', json.dumps(report, indent=1) + '\n')
         return report
+
+    @contextlib.contextmanager
+    def _say_where_stopped(self) -> Iterator[None]:
+        "Ctrl-C inside the block says at which step the run stopped (the command line prints it)."
+        try: yield
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"at step {self.step} of {self.total_steps}") from None
 
     def report(self) -> dict:
         "Final numbers: last loss, validation kNN, and the test kNN (reported, never selected on)."
