@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+import zipfile
 from collections.abc import Sequence
 
 import torch
@@ -16,7 +17,7 @@ from torch import Tensor
 
 # %% auto #0
 __all__ = ['check_int', 'check_positive_int', 'check_number', 'check_probability', 'check_temperature', 'check_choice',
-           'check_tensor', 'check_indices']
+           'check_tensor', 'check_indices', 'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
 def check_int(
@@ -163,3 +164,14 @@ def check_indices(
         raise ValueError(f"{name} must {span}, got {wide[bad][:5].tolist()} (negatives are "
                          "refused, not counted from the end)")
     return wide
+
+# %% ../nbs/checks.ipynb #8a288882
+def zip_damage(
+    path, # a file written by torch.save (a zip archive)
+) -> str | None: # what is wrong with it, or None when every record passes its CRC-32 check
+    "Why a torch.save file cannot be trusted (cut short, not a zip, a record failing its CRC-32)."
+    try:
+        with zipfile.ZipFile(path) as archive: bad = archive.testzip()
+    except Exception as e:  # no zip directory: cut short (it sits at the end), or another format
+        return f"it is truncated or not a torch.save file ({type(e).__name__}: {str(e)[:120]})"
+    return None if bad is None else f"its record {bad} fails its CRC-32 check (a damaged byte)"

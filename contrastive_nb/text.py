@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from ._checks import check_choice, check_int, check_number, check_positive_int
-from ._checks import check_indices, check_probability, check_tensor
+from ._checks import check_indices, check_probability, check_tensor, zip_damage
 from .data import _check_tickets
 from .debiased import supcon_loss
 from .hard_negatives import top_k_negatives
@@ -172,7 +172,8 @@ class TextEncoder(nn.Module):
                 offsets: Tensor, # (N,) where each text's ids start
                ) -> Tensor: # (N, out_dim) embeddings, not normalised
         ids = check_indices(ids, 'ids', self.config['n_buckets'])
-        check_tensor(offsets, 'offsets', ndim=1, dtype='int', nonempty=True)
+        # compared in int64: in uint8 a length of 300 wraps to 44, and a decrease to a large step
+        offsets = check_tensor(offsets, 'offsets', ndim=1, dtype='int', nonempty=True).long()
         if offsets[0] != 0 or (offsets.diff() < 0).any() or offsets[-1] > len(ids):
             raise ValueError("offsets must start at 0, never decrease and stay within ids "
                              f"({len(ids)} ids), got {offsets[:5].tolist()}...")
@@ -557,8 +558,10 @@ def _read_search(
     if not path.is_file():
         what = 'is a folder' if path.is_dir() else 'does not exist'
         raise CheckpointError(f"path {str(path)!r} {what}: no TicketSearch file to load")
+    damage = zip_damage(path)  # torch.load does not check the archive's CRC-32s: a flipped bit loads
+    if damage: raise CheckpointError(f"{path} cannot be loaded as a TicketSearch file: {damage}")
     try: saved = torch.load(path, map_location='cpu', weights_only=True)
-    except Exception as e:  # cut short, random bytes, or a pickle of arbitrary objects
+    except Exception as e:  # a pickle of arbitrary objects, or a torch file of another kind
         raise CheckpointError(f"{path} is truncated or not a torch file, so no TicketSearch file "
                               f"({type(e).__name__}: {str(e)[:120]})") from None
     kind = saved.get('format') if isinstance(saved, dict) else None

@@ -126,6 +126,16 @@ def test_encoder_shapes_and_determinism():
     assert torch.allclose(a(ids, offsets)[1], a.mlp(rows), atol=1e-6)
 
 
+def test_narrow_offsets_are_compared_as_numbers_not_wrapped():
+    "In uint8, 300 wraps to 44 and a decrease of 100 to a step of 156: both checks must see the numbers."
+    torch.manual_seed(0)
+    enc = T.TextEncoder(n_buckets=500, dim=8, hidden=12, out_dim=5)
+    ids = torch.arange(300) % 500
+    with pytest.raises(ValueError, match='never decrease'):
+        enc(ids, torch.tensor([0, 200, 100], dtype=torch.uint8))
+    want = enc(ids, torch.tensor([0, 250]))
+    torch.testing.assert_close(enc(ids, torch.tensor([0, 250], dtype=torch.uint8)), want)
+
 def test_encoder_refuses_text_without_words():
     with pytest.raises(ValueError, match='no words'):
         T.TextEncoder(n_buckets=50, dim=4, hidden=4, out_dim=4).encode(['fine', '?!'])
@@ -382,6 +392,15 @@ def _saved_search(folder):
     return search.fit(['charged twice', 'app crashes', 'refund please']).save(folder / 'search.pt')
 
 
+def flip_a_weight_bit(data: bytes, saved: dict) -> bytes:
+    "The saved file with one bit flipped inside a weight's bytes: torch.load alone would read it."
+    weight = next(v for v in saved['state'].values() if v.numel() > 64)
+    at = data.find(weight.numpy().tobytes()[:64])
+    assert at > 0
+    damaged = bytearray(data)
+    damaged[at + 40] ^= 1
+    return bytes(damaged)
+
 def test_load_refuses_every_bad_file_naming_it(tmp_path):
     good = _saved_search(tmp_path)
     data, saved = good.read_bytes(), torch.load(good, weights_only=True)
@@ -391,9 +410,10 @@ def test_load_refuses_every_bad_file_naming_it(tmp_path):
         else: torch.save(content, path)
         return path
     cases = [
-        (write('truncated.pt', data[:len(data) // 2]), 'truncated or not a torch file'),
-        (write('empty.pt', b''), 'truncated or not a torch file'),
-        (write('noise.pt', np.random.default_rng(0).bytes(4096)), 'truncated or not a torch file'),
+        (write('truncated.pt', data[:len(data) // 2]), 'truncated or not a torch.save file'),
+        (write('empty.pt', b''), 'truncated or not a torch.save file'),
+        (write('noise.pt', np.random.default_rng(0).bytes(4096)), 'truncated or not a torch.save file'),
+        (write('flipped.pt', flip_a_weight_bit(data, saved)), 'fails its CRC-32 check'),
         (write('frame.pt', pd.DataFrame({'a': [1]})), 'truncated or not a torch file'),  # pickled code
         (write('tensor.pt', torch.zeros(3)), 'not a TicketSearch file: it holds a Tensor'),
         (write('trainer.pt', {'model': {}, 'step': 3}), 'not a TicketSearch file: it holds a dict'),
