@@ -142,7 +142,8 @@ class LearnableTemperature(nn.Module):
         logits = similarities * self.scale.to(similarities.dtype)
         if not torch.isfinite(logits).all():  # float16 ends at 65 504: a scale of 1e5 overflows
             raise ValueError(f"similarities × scale overflows {similarities.dtype} (scale "
-                             f"{self.scale.item():.4g}): pass float32 similarities or lower max_scale")
+                             f"{self.scale.item():.4g}): pass float32 similarities or lower "
+                             "max_scale")
         return logits
 
     @torch.no_grad()
