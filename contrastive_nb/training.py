@@ -15,7 +15,6 @@ import math
 import os
 import random
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from torch import distributed as dist
 from tqdm import tqdm
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_temperature)
+                                    check_temperature, zip_damage)
 from .augment import AugmentationPolicy, augment_batch
 from .data import ImageDataset, load_cifar10, load_digits, load_stl10, make_shapes
 from .debiased import debiased_nt_xent, hcl_loss, supcon_loss
@@ -505,14 +504,8 @@ def save_checkpoint(
 
 def _verify(path: Path) -> None:
     "Check each record of the zip file `torch.save` writes against its CRC-32 (torch.load won't)."
-    try:
-        with zipfile.ZipFile(path) as archive: bad = archive.testzip()
-    except Exception as e:  # no zip directory: cut short (it sits at the end), or not torch.save's
-        raise CheckpointError(f"checkpoint {path} is damaged or truncated and cannot be read "
-                              f"({type(e).__name__}: {str(e)[:120]})") from None
-    if bad is not None:  # a flipped bit: torch.load would return the damaged weights silently
-        raise CheckpointError(f"checkpoint {path} is damaged: its record {bad} fails its CRC-32 "
-                              "check")
+    damage = zip_damage(path)  # a flipped bit: torch.load would return the damaged weights silently
+    if damage: raise CheckpointError(f"checkpoint {path} is damaged: {damage}")
 
 def load_checkpoint(
     path: str | Path, # a file written by `save_checkpoint`
