@@ -56,7 +56,8 @@ class MoCoQueue(nn.Module):
         super().__init__()
         size = check_positive_int(size, 'size')
         dim = check_positive_int(dim, 'dim')
-        generator = torch.Generator().manual_seed(check_int(seed, 'seed'))
+        # torch's generators take seeds in [-2**63, 2**64 - 1]; beyond, an error that names nothing.
+        generator = torch.Generator().manual_seed(check_int(seed, 'seed', -2 ** 63, 2 ** 64 - 1))
         start = l2_normalize(torch.randn(size, dim, generator=generator))
         # Buffers, not attributes: they go into state_dict and follow .to(device) with the model.
         self.register_buffer('keys', start)

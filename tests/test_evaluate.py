@@ -463,3 +463,8 @@ def test_knn_and_probe_cost_no_memory_for_a_stray_huge_label(probe_data):
     assert torch.equal(knn_predict(x, y, x_test, k=20, num_classes=10 ** 12), predicted)
     same = linear_probe(x, y, x_test, y_test, epochs=3)
     assert math.isclose(linear_probe(x, far, x_test, far_test, epochs=3), same, abs_tol=1e-9)
+
+def test_linear_probe_seed_beyond_what_torch_takes_is_named(probe_data):
+    "seed=2**70 raised 'Overflow when unpacking long long', naming nothing."
+    x, y, x_test, y_test = probe_data
+    with pytest.raises(ValueError, match='seed'): linear_probe(x, y, x_test, y_test, epochs=1, seed=2 ** 70)

@@ -545,3 +545,11 @@ def test_train_moco_forwards_its_options_and_trains_a_model_left_in_eval_mode():
 
 def test_train_moco_needs_a_moco():
     with pytest.raises(TypeError, match='MoCo'): train_moco(nn.Linear(2, 2), torch.rand(16, 3, 16, 16), progress=False)
+
+# --- faults found by probing (issue 23) ---------------------------------------------------------------------------
+
+def test_queue_seed_beyond_what_torch_takes_is_named():
+    "seed=2**70 raised 'Overflow when unpacking long long', naming nothing."
+    from contrastive_nb.moco import MoCoQueue
+    with pytest.raises(ValueError, match='seed'): MoCoQueue(4, 3, seed=2 ** 70)
+    assert MoCoQueue(4, 3, seed=2 ** 64 - 1).keys.shape == (4, 3)
