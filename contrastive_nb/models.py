@@ -65,7 +65,7 @@ def _check_images(
     return _cast(x, 'x', weight.dtype)
 
 def _cast(x: Tensor, name: str, dtype: torch.dtype) -> Tensor:
-    "Finite `x` in the model's dtype; values beyond that dtype's range raise instead of becoming inf."
+    "Finite `x` in the model's dtype: values beyond its range raise instead of becoming inf."
     if x.dtype == dtype: return x
     out = x.to(dtype)
     if not torch.isfinite(out).all():
