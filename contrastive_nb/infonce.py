@@ -54,7 +54,7 @@ def floor_at_zero(
     loss: Tensor, # per-row losses that are ≥ 0 in exact arithmetic
 ) -> Tensor: # the same values with rounding below 0 lifted to 0; the gradient is unchanged
     "Lift rounding below zero to exactly 0, keeping the gradient (a straight-through correction)."
-    check_tensor(loss, 'loss', dtype='float')  # no finiteness check: a NaN loss is the caller's to see
+    check_tensor(loss, 'loss', dtype='float')  # not its finiteness: a NaN loss is the caller's
     # x + (0 − x) is exactly 0 in IEEE arithmetic, and x + (x − x) exactly x
     return loss + (loss.clamp_min(0) - loss).detach()
 

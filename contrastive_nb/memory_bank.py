@@ -290,6 +290,7 @@ def bank_staleness(
                          f"got {len(images)} images")
     current = embed(nn.Sequential(encoder, head), images).to(bank.memory.device, bank.memory.dtype)
     if current.shape != stored.shape:  # a network of another width than the bank's rows
-        raise ValueError(f"head(encoder(images)) gives {current.shape[1]} features per image but the "
-                         f"bank stores {stored.shape[1]}: inspect the bank with the network that fills it")
+        raise ValueError(f"head(encoder(images)) gives {current.shape[1]} features per image but "
+                         f"the bank stores {stored.shape[1]}: inspect the bank with the network "
+                         "that fills it")
     return (stored * l2_normalize(current)).sum(1)

@@ -558,7 +558,7 @@ def _read_search(
     if not path.is_file():
         what = 'is a folder' if path.is_dir() else 'does not exist'
         raise CheckpointError(f"path {str(path)!r} {what}: no TicketSearch file to load")
-    damage = zip_damage(path)  # torch.load does not check the archive's CRC-32s: a flipped bit loads
+    damage = zip_damage(path)  # torch.load skips the CRC-32 checks: a flipped bit would load
     if damage: raise CheckpointError(f"{path} cannot be loaded as a TicketSearch file: {damage}")
     try: saved = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:  # a pickle of arbitrary objects, or a torch file of another kind
