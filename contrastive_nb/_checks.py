@@ -16,8 +16,8 @@ import torch
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['check_int', 'check_positive_int', 'check_number', 'check_probability', 'check_temperature', 'check_choice',
-           'check_tensor', 'check_indices', 'zip_damage']
+__all__ = ['SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability', 'check_temperature',
+           'check_choice', 'check_tensor', 'check_indices', 'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
 def check_int(
@@ -43,6 +43,16 @@ def check_positive_int(
 ) -> int: # `value` as a Python int >= 1
     "An int of at least 1: a count, a size, a number of steps."
     return check_int(value, name, low=1)
+
+# %% ../nbs/checks.ipynb #bb3b0852
+SEED_MAX = 2 ** 64 - 1  # the largest seed torch.Generator.manual_seed takes
+
+def check_seed(
+    seed, # the argument to check
+    name: str = 'seed', # its name, for the message
+) -> int: # the seed as a plain int, in [0, 2**64 − 1]
+    "A seed that torch's and numpy's generators both take, else TypeError/ValueError naming it."
+    return check_int(seed, name, 0, SEED_MAX)
 
 # %% ../nbs/checks.ipynb #cb70d296
 def check_number(

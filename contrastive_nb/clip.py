@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from ._checks import (check_choice, check_indices, check_int, check_number,
                                     check_positive_int, check_probability, check_temperature,
-                                    check_tensor)
+                                    check_tensor, check_seed)
 from .augment import (AugmentationPolicy, _check_generator, _check_range,
                                     _image_batch, _resized_crop, augment_batch, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
@@ -406,7 +406,7 @@ def train_clip(
     weight_decay = check_number(weight_decay, 'weight_decay', low=0.0)
     if not isinstance(mask_duplicates, bool):
         raise TypeError(f"mask_duplicates must be True or False, got {mask_duplicates!r}")
-    seed = check_int(seed, 'seed', low=0)
+    seed = check_seed(seed)
     generator, rng = torch.Generator().manual_seed(seed), np.random.default_rng(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     steps, history = len(images) // batch_size, []  # the ragged last batch is dropped

@@ -22,7 +22,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_tensor)
+                                    check_tensor, check_seed)
 
 # %% auto #0
 __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'as_float_images', 'ImageDataset',
@@ -234,7 +234,7 @@ def render_shapes(
     supersample = check_positive_int(supersample, 'supersample')
     noise = check_number(noise, 'noise', low=0.0)
     if isinstance(seed, torch.Generator): g = seed
-    else: g = torch.Generator().manual_seed(check_int(seed, 'seed'))
+    else: g = torch.Generator().manual_seed(check_seed(seed))
     shape = torch.tensor([SHAPE_NAMES.index(s) for s in factors.shape_name], dtype=torch.long)
     colour = torch.tensor([list(COLOURS).index(c) for c in factors.colour_name], dtype=torch.long)
     x, y, scale, rotation, background = (torch.tensor(factors[c].to_numpy(), dtype=torch.float32)
@@ -265,7 +265,7 @@ def make_shapes(
     chunk: int = 512, # images rendered at once (bounds memory, not the result)
 ) -> ImageDataset: # labels are shape indices; factors and masks are filled in
     "Generate the Shapes dataset: draw every image's factors, then `render_shapes` them."
-    n, seed = check_positive_int(n, 'n'), check_int(seed, 'seed')
+    n, seed = check_positive_int(n, 'n'), check_seed(seed)
     if check_int(size, 'size') < 8:
         raise ValueError(f"size must be at least 8 pixels to draw a recognisable shape, got {size}")
     if isinstance(scale_range, (str, bytes)) or not hasattr(scale_range, '__len__'):
@@ -347,7 +347,7 @@ def make_moving_shapes(
 ) -> ImageDataset: # clip by clip, frame by frame; factors gain `sequence` and `time` (frame index)
     "Short Shapes clips: one object per clip moves straight, bouncing off the edges, and turns."
     n_sequences = check_positive_int(n_sequences, 'n_sequences')
-    n_frames, seed = check_positive_int(n_frames, 'n_frames'), check_int(seed, 'seed')
+    n_frames, seed = check_positive_int(n_frames, 'n_frames'), check_seed(seed)
     speed, spin = check_number(speed, 'speed', low=0.0), check_number(spin, 'spin')
     g = torch.Generator().manual_seed(seed)
     shape = torch.randint(len(SHAPE_NAMES), (n_sequences,), generator=g)

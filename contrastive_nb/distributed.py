@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_tensor)
+                                    check_tensor, check_seed)
 from .augment import AugmentationPolicy, augment_batch
 from .infonce import _nt_xent_inputs, _row_logsumexp, floor_at_zero, nt_xent
 from .models import ProjectionHead, SmallCNN
@@ -265,7 +265,7 @@ def ddp_gradient_check(
 ) -> dict: # mean loss, reference loss, relative error, norm ratio and cosine of the gradient
     "One DDP step of `global_nt_xent` on a small MLP against `nt_xent` on the whole batch."
     batch_size = check_positive_int(batch_size, 'batch_size')
-    check_int(seed, 'seed', low=0)
+    check_seed(seed)
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     world_size, rank = world()
@@ -416,7 +416,7 @@ def train_simclr_ddp(
     if world_size * batch_size > len(images):
         raise ValueError(f"a step needs {world_size} × {batch_size} images, "
                          f"images holds {len(images)}")
-    torch.manual_seed(check_int(seed, 'seed', low=0))
+    torch.manual_seed(check_seed(seed))
     images = images.float()
     encoder = SmallCNN(images.shape[1], width, blocks, norm='group')
     model = nn.Sequential(encoder, ProjectionHead(encoder.feature_dim, 128, 64, norm='group'))
@@ -477,7 +477,7 @@ def grad_cache_benchmark(
     if chunk_size is not None: chunk_size = check_positive_int(chunk_size, 'chunk_size')
     steps = check_positive_int(steps, 'steps')
     image_size = check_positive_int(image_size, 'image_size')
-    torch.manual_seed(check_int(seed, 'seed'))
+    torch.manual_seed(check_seed(seed))
     encoder = SmallCNN(3, width, blocks, norm='group')
     model = nn.Sequential(encoder, ProjectionHead(encoder.feature_dim, 128, 64, norm='group'))
     x1, x2 = torch.rand(2, batch_size, 3, image_size, image_size)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import (check_indices, check_int, check_number, check_positive_int,
+from ._checks import (check_indices, check_number, check_positive_int, check_seed,
                                     check_temperature, check_tensor)
 from .similarity import l2_normalize
 
@@ -209,7 +209,7 @@ def linear_probe(
     # Above 1e6 Adam's arithmetic overflows float32; no probe needs such values.
     lr = check_number(lr, 'lr', low=0.0, high=1e6, low_open=True)
     weight_decay = check_number(weight_decay, 'weight_decay', low=0.0, high=1e6)
-    seed = check_int(seed, 'seed', low=0, high=2 ** 64 - 1)  # the range torch's generators take
+    seed = check_seed(seed)  # the range torch's generators take
     x_test = test_features.detach().float().to(device)
     x, x_test = _standardise(train_features.detach().float(), x_test)
     # One output per class that occurs, in order (labels 0..C-1 map to themselves): a stray

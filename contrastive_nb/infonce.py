@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 from tqdm import tqdm
 
-from ._checks import (check_choice, check_int, check_number, check_positive_int,
+from ._checks import (check_choice, check_number, check_positive_int, check_seed,
                                     check_temperature, check_tensor)
 from .augment import AugmentationPolicy, augment_batch
 from .similarity import _unit
@@ -257,7 +257,7 @@ def _check_training(pair_loss, parameters, images, epochs, batch_size, lr, weigh
                          "at least 2: a step contrasts a batch of sources, and BatchNorm needs two")
     check_number(lr, 'lr', low=0.0, low_open=True)
     check_number(weight_decay, 'weight_decay', low=0.0)
-    check_int(seed, 'seed')
+    check_seed(seed)
     return parameters
 
 def _loss_value(loss, step: int) -> float:

@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from ._checks import (
     check_choice, check_indices, check_int, check_number, check_positive_int, check_probability,
-    check_temperature, check_tensor)
+    check_temperature, check_tensor, check_seed)
 from .evaluate import embed
 from .infonce import info_nce
 from .augment import AugmentationPolicy, augment_batch
@@ -141,7 +141,7 @@ class MemoryBank(nn.Module):
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
         self.momentum = check_probability(momentum, 'momentum')  # a hyperparameter, not state
-        g = torch.Generator().manual_seed(check_int(seed, 'seed'))
+        g = torch.Generator().manual_seed(check_seed(seed))
         start = torch.randn(size, dim, generator=g, dtype=torch.float64)
         self.register_buffer('memory', l2_normalize(start).to(dtype))
 
@@ -241,7 +241,7 @@ def train_memory_bank(
     temperature = check_temperature(temperature)
     lr = check_number(lr, 'lr', low=0.0, low_open=True)
     weight_decay = check_number(weight_decay, 'weight_decay', low=0.0)
-    generator = torch.Generator().manual_seed(check_int(seed, 'seed'))
+    generator = torch.Generator().manual_seed(check_seed(seed))
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
     draw = bank.sample_shared_negatives if negatives == 'shared' else bank.sample_negatives

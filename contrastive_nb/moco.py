@@ -16,8 +16,8 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from ._checks import (check_choice, check_int, check_positive_int, check_probability,
-                                    check_temperature, check_tensor)
+from ._checks import (check_choice, check_positive_int, check_probability,
+                                    check_seed, check_temperature, check_tensor)
 from .augment import AugmentationPolicy
 from .infonce import info_nce, train_on_pairs
 from .similarity import l2_normalize
@@ -56,8 +56,7 @@ class MoCoQueue(nn.Module):
         super().__init__()
         size = check_positive_int(size, 'size')
         dim = check_positive_int(dim, 'dim')
-        # torch's generators take seeds in [-2**63, 2**64 - 1]; beyond, an error that names nothing.
-        generator = torch.Generator().manual_seed(check_int(seed, 'seed', -2 ** 63, 2 ** 64 - 1))
+        generator = torch.Generator().manual_seed(check_seed(seed))
         start = l2_normalize(torch.randn(size, dim, generator=generator))
         # Buffers, not attributes: they go into state_dict and follow .to(device) with the model.
         self.register_buffer('keys', start)

@@ -21,7 +21,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ._checks import check_choice, check_int, check_number, check_positive_int
+from ._checks import (check_choice, check_int, check_number, check_positive_int,
+                                    check_seed)
 from ._checks import check_indices, check_probability, check_tensor, zip_damage
 from .data import _check_tickets
 from .debiased import supcon_loss
@@ -487,7 +488,7 @@ def train_text_encoder(
     _check_flag(progress, 'progress')
     if batch_size > len(texts):
         raise ValueError(f"batch_size = {batch_size} is larger than the {len(texts)} texts")
-    seed = check_int(seed, 'seed', low=0)
+    seed = check_seed(seed)
     if encoder is None:
         with torch.random.fork_rng():
             torch.manual_seed(seed)

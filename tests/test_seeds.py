@@ -1,0 +1,54 @@
+"""Every public function that seeds a generator refuses a seed torch cannot take, naming it (issue 23).
+
+torch's generators take [-2**63, 2**64 - 1] and numpy's none below 0; past that both raised 'Overflow when unpacking
+long long' or a numpy error, naming nothing. `check_seed` (the checks page) gives every caller the same range and
+message."""
+import pytest
+import torch
+from torch import nn
+
+from contrastive_nb._checks import SEED_MAX, check_seed
+from contrastive_nb.augment import AugmentationPolicy
+from contrastive_nb.clip import TinyCLIP, train_clip
+from contrastive_nb.data import make_moving_shapes, make_shapes, render_shapes
+from contrastive_nb.distributed import ddp_gradient_check, grad_cache_benchmark
+from contrastive_nb.evaluate import linear_probe
+from contrastive_nb.infonce import train_on_pairs
+from contrastive_nb.memory_bank import MemoryBank, train_memory_bank
+from contrastive_nb.moco import MoCoQueue
+from contrastive_nb.text import train_text_encoder
+
+shapes = make_shapes(8, size=8, seed=0)
+x, y = torch.randn(8, 4), torch.arange(8) % 2
+CALLS = {
+    'make_shapes': lambda s: make_shapes(3, size=8, seed=s),
+    'make_moving_shapes': lambda s: make_moving_shapes(2, 2, size=8, seed=s),
+    'render_shapes': lambda s: render_shapes(shapes.factors, size=8, noise=0.1, seed=s),
+    'MemoryBank': lambda s: MemoryBank(8, 4, seed=s),
+    'MoCoQueue': lambda s: MoCoQueue(4, 3, seed=s),
+    'linear_probe': lambda s: linear_probe(x, y, x, y, epochs=1, seed=s),
+    'train_on_pairs': lambda s: train_on_pairs(lambda a, b, g: a.sum(), [nn.Parameter(torch.ones(()))],
+                                               shapes.images, epochs=1, batch_size=4, seed=s, progress=False),
+    'train_memory_bank': lambda s: train_memory_bank(nn.Flatten(), nn.Identity(), shapes.images,
+                                                     MemoryBank(8, 192), k=2, epochs=1, batch_size=4,
+                                                     policy=AugmentationPolicy(size=8), seed=s,
+                                                     progress=False),
+    'train_text_encoder': lambda s: train_text_encoder(['a b', 'a c', 'd e', 'd f'], torch.tensor([0, 0, 1, 1]),
+                                                       epochs=1, batch_size=2, seed=s),
+    'train_clip': lambda s: train_clip(TinyCLIP(width=4, blocks=2), shapes.images, shapes.factors, epochs=1,
+                                       batch_size=4, seed=s, progress=False),
+    'ddp_gradient_check': lambda s: ddp_gradient_check(seed=s),
+    'grad_cache_benchmark': lambda s: grad_cache_benchmark(4, seed=s),
+}
+
+@pytest.mark.parametrize('name', CALLS)
+@pytest.mark.parametrize('seed', [2 ** 70, SEED_MAX + 1, -1])
+def test_a_seed_torch_cannot_take_is_named(name, seed):
+    with pytest.raises(ValueError, match=r'seed must lie in \[0, 18446744073709551615\]'):
+        CALLS[name](seed)
+
+def test_the_largest_seed_works_with_torch_and_numpy():
+    import numpy as np
+    torch.Generator().manual_seed(check_seed(SEED_MAX))
+    np.random.default_rng(check_seed(SEED_MAX))
+    assert make_shapes(2, size=8, seed=SEED_MAX).images.shape == (2, 3, 8, 8)
