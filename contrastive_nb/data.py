@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_tensor, check_seed)
+from ._checks import (check_choice, check_indices, check_int, check_number,
+                                    check_positive_int, check_tensor, check_seed)
 
 # %% auto #0
 __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'as_float_images', 'ImageDataset',
@@ -70,6 +70,31 @@ def _check_images(images: Tensor) -> None:
             raise ValueError(f"float images must lie in [0, 1], "
                              f"got values in [{low:.3g}, {high:.3g}]")
 
+def _index_tensor(index, n: int) -> Tensor:
+    "`subset`'s `index` as a tensor: a slice becomes its rows, an array or a list is read as is."
+    if isinstance(index, Tensor): return index
+    if isinstance(index, slice):
+        try: rows = range(n)[index]  # Python's own slice rules, negative steps included
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"index must be a slice of ints (or None) with a step other than 0, "
+                          f"got {index!r}") from None
+        return rows.start + rows.step * torch.arange(len(rows))
+    # A set has no order and a generator no length: neither says which rows, in which order.
+    if isinstance(index, (str, bytes)) or not (isinstance(index, Sequence)
+                                               or hasattr(index, '__array__')):
+        raise TypeError(f"index must be a tensor, an array or a list of row numbers, a slice or "
+                        f"a boolean mask, got {type(index).__name__} {index!r:.60}")
+    try: values = np.asarray(index)
+    except (TypeError, ValueError):  # ragged rows, or an object numpy cannot read
+        raise ValueError(f"index must be a flat list of row numbers, got {index!r:.60}") from None
+    if values.dtype == np.uint64 and values.size and values.max() >= n:  # wraps in int64
+        raise ValueError(f"index must lie in [0, {n - 1}] for {n} rows, got {values.max()}")
+    if values.dtype.kind in 'iu' or values.size == 0: values = values.astype(np.int64)
+    elif values.dtype.kind not in 'bf':  # floats are refused below, with the fix
+        raise TypeError(f"index must hold row numbers (ints) or a boolean mask, "
+                        f"got an array of {values.dtype}")
+    return torch.as_tensor(values if values.flags.writeable else values.copy())  # no warning
+
 class ImageDataset(Dataset):
     "Images with labels, class names and optional factors; `ds[i]` is `(float image, label)`."
     def __init__(self,
@@ -108,20 +133,16 @@ class ImageDataset(Dataset):
                index: Tensor | Sequence[int] | slice, # indices, a slice or a boolean mask
               ) -> ImageDataset:
         "A new dataset with only the images at `index` (or where a boolean mask is True)."
-        if isinstance(index, slice): index = torch.arange(len(self))[index]
-        elif not isinstance(index, Tensor): index = torch.as_tensor(np.asarray(index))
+        index = _index_tensor(index, len(self))
         if index.dtype == torch.bool:
             # A boolean mask selects rows; as integers it would mean rows 0 and 1.
             if index.shape != (len(self),):
                 raise ValueError(f"a boolean mask must have one entry per image ({len(self)}), "
                                  f"got shape {tuple(index.shape)}")
             index = index.nonzero().squeeze(1)
-        if index.ndim == 1 and len(index) == 0: index = index.long()  # np.asarray([]) is float
-        check_tensor(index, 'index', ndim=1, dtype='int')
-        if len(index) and (index.min() < 0 or index.max() >= len(self)):
-            raise ValueError(f"index must lie in [0, {len(self) - 1}], got values in "
-                             f"[{index.min()}, {index.max()}] (negative indices are refused)")
-        index = index.long()
+        if index.ndim == 1 and len(index) == 0: index = index.long()  # torch.tensor([]) is float
+        # Compared in int64; uint8 is refused, not converted: torch would read it as a mask.
+        index = check_indices(index, 'index', len(self))
         factors = self.factors
         if factors is not None: factors = factors.iloc[index.numpy()].reset_index(drop=True)
         masks = None if self.masks is None else self.masks[index]

@@ -385,3 +385,40 @@ def test_loaders_refuse_non_bool_flags_and_non_path_roots(tmp_path):
     with pytest.raises(TypeError, match='root'): load_cifar10(3)
     with pytest.raises(TypeError, match='root'): load_stl10(3)
     assert len(load_cifar10(str(tmp_path), train=np.bool_(False))) == 2
+
+@pytest.fixture(scope='module')
+def three_hundred():
+    "300 images: more rows than uint8 or int8 can count."
+    return ImageDataset(torch.rand(300, 1, 2, 2), torch.arange(300) % 3, list('abc'))
+
+def test_subset_compares_bounds_in_int64_and_refuses_uint8(three_hundred):
+    "int16 300 was compared in its own dtype; uint8 250 was refused (300 wraps to 44) or read as numbers, not a mask."
+    with pytest.raises(ValueError, match=r'index must lie in \[0, 299\]'):
+        three_hundred.subset(torch.tensor([300], dtype=torch.int16))
+    with pytest.raises(TypeError, match='index must hold int64.*uint8.*mask'):
+        three_hundred.subset(torch.tensor([250], dtype=torch.uint8))
+    assert three_hundred.subset(torch.tensor([250], dtype=torch.int16)).labels.tolist() == [250 % 3]
+    assert three_hundred.subset(np.array([250], dtype=np.uint8)).labels.tolist() == [250 % 3]  # numpy: no mask reading
+    with pytest.raises(ValueError, match='index must lie'):
+        three_hundred.subset(np.array([2 ** 64 - 1], dtype=np.uint64))
+
+def test_subset_takes_negative_step_slices(three_hundred):
+    "slice(None, None, -1) raised torch's 'step must be greater than zero'."
+    rev = three_hundred.subset(slice(None, None, -1))
+    assert torch.equal(rev.images, three_hundred.images.flip(0)) and rev.labels.tolist() == three_hundred.labels.tolist()[::-1]
+    assert three_hundred.subset(slice(-3, None, -100)).labels.tolist() == three_hundred.labels.tolist()[-3::-100]
+    assert len(three_hundred.subset(slice(5, 1))) == 0 and len(three_hundred.subset(slice(400, 500))) == 0
+    assert torch.equal(three_hundred.subset(slice(10, 20, 3)).images, three_hundred.images[10:20:3])
+
+@pytest.mark.parametrize('index, error', [
+    ({1, 2}, TypeError), (None, TypeError), ('1', TypeError), ((i for i in range(2)), TypeError), (3, TypeError),
+    (slice(0.5, 2), TypeError), (slice(None, None, 0), ValueError), ([[0], [1, 2]], ValueError),
+    (np.array([1 + 2j]), TypeError), (['1'], TypeError)])
+def test_subset_names_index_for_what_it_cannot_read(three_hundred, index, error):
+    "sets, None, strings and generators raised numpy's 'can't convert np.ndarray of type numpy.object_'."
+    with pytest.raises(error, match='index must'): three_hundred.subset(index)
+
+def test_subset_still_reads_series_and_ranges(three_hundred):
+    mask = pd.Series(three_hundred.labels.numpy() == 0)
+    assert len(three_hundred.subset(mask)) == 100 and three_hundred.subset(range(3)).labels.tolist() == [0, 1, 2]
+    assert three_hundred.subset((4, 5)).labels.tolist() == [1, 2] and len(three_hundred.subset(torch.tensor([]))) == 0
