@@ -228,6 +228,10 @@ def _check_factors(factors) -> None:
     "A table with the columns of `_FACTOR_COLUMNS`, known names and finite numbers."
     if not isinstance(factors, pd.DataFrame):
         raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+    read = factors.columns[factors.columns.isin(_FACTOR_COLUMNS + ('shape', 'colour'))]
+    if read.duplicated().any():  # factors['x'] would be a table, not a column
+        raise ValueError(f"factors has duplicate columns {sorted(set(read[read.duplicated()]))}; "
+                         "each factor needs exactly one")
     missing = [c for c in _FACTOR_COLUMNS if c not in factors.columns]
     if missing: raise ValueError(f"factors lacks the columns {missing}; needs {_FACTOR_COLUMNS}")
     unknown = set(factors.shape_name) - set(SHAPE_NAMES) | set(factors.colour_name) - set(COLOURS)
@@ -236,10 +240,18 @@ def _check_factors(factors) -> None:
                          f"shapes: {SHAPE_NAMES}, colours: {tuple(COLOURS)}")
     for c in ('x', 'y', 'scale', 'rotation', 'background'):
         values = factors[c].to_numpy()
-        if not np.issubdtype(values.dtype, np.number) or values.dtype == bool:
+        if values.dtype.kind not in 'iuf':  # not bool, complex, strings or objects
             raise TypeError(f"factors column {c!r} must hold numbers, got {values.dtype}")
         if not np.isfinite(values).all(): raise ValueError(f"factors column {c!r} has NaN or inf")
+        with np.errstate(over='ignore'):  # the renderer computes in float32: 1e300 is inf there
+            if not np.isfinite(values.astype(np.float32)).all():
+                raise ValueError(f"factors column {c!r} has values beyond float32's range "
+                                 f"(±3.4e38), got {values[np.abs(values).argmax()]:g}")
     if (factors.scale <= 0).any(): raise ValueError("factors column 'scale' must be positive")
+    low, high = factors.background.min(), factors.background.max()
+    if len(factors) and not (low >= 0 and high <= 1):  # clamped, it would be all black or white
+        raise ValueError(f"factors column 'background' is a grey level in [0, 1], "
+                         f"got values in [{low:.3g}, {high:.3g}]")
 
 def render_shapes(
     factors: pd.DataFrame, # shape_name, colour_name, x, y, scale, rotation, background
@@ -254,7 +266,11 @@ def render_shapes(
     size, chunk = check_positive_int(size, 'size'), check_positive_int(chunk, 'chunk')
     supersample = check_positive_int(supersample, 'supersample')
     noise = check_number(noise, 'noise', low=0.0)
-    if isinstance(seed, torch.Generator): g = seed
+    if isinstance(seed, torch.Generator):
+        if seed.device.type != 'cpu':  # the noise is drawn on the CPU
+            raise ValueError(f"seed must be an int or a CPU torch.Generator, got a generator on "
+                             f"{seed.device}")
+        g = seed
     else: g = torch.Generator().manual_seed(check_seed(seed))
     shape = torch.tensor([SHAPE_NAMES.index(s) for s in factors.shape_name], dtype=torch.long)
     colour = torch.tensor([list(COLOURS).index(c) for c in factors.colour_name], dtype=torch.long)

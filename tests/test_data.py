@@ -422,3 +422,35 @@ def test_subset_still_reads_series_and_ranges(three_hundred):
     mask = pd.Series(three_hundred.labels.numpy() == 0)
     assert len(three_hundred.subset(mask)) == 100 and three_hundred.subset(range(3)).labels.tolist() == [0, 1, 2]
     assert three_hundred.subset((4, 5)).labels.tolist() == [1, 2] and len(three_hundred.subset(torch.tensor([]))) == 0
+
+@pytest.mark.parametrize('change, message', [
+    (lambda f: f.assign(background=5.0), "'background' is a grey level in \\[0, 1\\]"),
+    (lambda f: f.assign(background=-1.0), "'background' is a grey level in \\[0, 1\\]"),
+    (lambda f: f.assign(rotation=1e300), "'rotation' has values beyond float32's range"),
+    (lambda f: f.assign(x=-1e39), "'x' has values beyond float32's range"),
+    (lambda f: pd.concat([f, f[['x']]], axis=1), r"duplicate columns \['x'\]")])
+def test_render_shapes_refuses_factors_it_would_silently_clamp_or_lose(change, message):
+    "background 5.0 was clamped to an all-white image, rotation 1e300 (inf in float32) made every object vanish, and a "
+    "duplicated column raised a RuntimeError about tensor sizes."
+    with pytest.raises(ValueError, match=message): render_shapes(change(make_shapes(4, seed=0).factors))
+
+def test_render_shapes_keeps_edge_factors_that_are_valid():
+    f = make_shapes(4, seed=0, noise=0.0).factors
+    white = render_shapes(f.assign(background=1.0))
+    assert torch.allclose(white.images[white.masks[:, None].expand(-1, 3, -1, -1) == 0], torch.tensor(1.0))
+    assert len(render_shapes(f.assign(rotation=3e38))) == 4 and len(render_shapes(f.iloc[:0])) == 0
+
+def test_render_shapes_needs_a_cpu_generator():
+    "A generator on another device raised torch's 'Expected a 'cpu' device type for generator'."
+    class OnAnotherDevice(torch.Generator):
+        device = torch.device('cuda', 0)  # stands in for torch.Generator('cuda'), which needs a GPU
+    with pytest.raises(ValueError, match='seed must be an int or a CPU torch.Generator.*cuda:0'):
+        render_shapes(make_shapes(2, seed=0).factors, noise=0.1, seed=OnAnotherDevice())
+    g = torch.Generator().manual_seed(3)
+    assert torch.equal(render_shapes(make_shapes(2, seed=0).factors, noise=0.1, seed=g).images,
+                       render_shapes(make_shapes(2, seed=0).factors, noise=0.1, seed=3).images)
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU for a CUDA generator')
+def test_render_shapes_refuses_a_real_cuda_generator():
+    with pytest.raises(ValueError, match='CPU torch.Generator'):
+        render_shapes(make_shapes(2, seed=0).factors, seed=torch.Generator('cuda'))
