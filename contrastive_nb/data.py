@@ -31,17 +31,25 @@ __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10
            'load_stl10', 'write_cifar10_fixture', 'write_stl10_fixture']
 
 # %% ../nbs/00_data.ipynb #e37a09a3
+def _check_unit_range(x: Tensor, what: str, note: str = '') -> None:
+    "Every value of `x` in [0, 1], or a ValueError naming `what`; NaN fails too."
+    if not x.numel(): return
+    low, high = torch.stack(torch.aminmax(x)).tolist()  # one pass
+    # A resize or a blur may overshoot by rounding: allow a hair outside.
+    if not (low >= -1e-3 and high <= 1 + 1e-3):
+        raise ValueError(f"{what} must lie in [0, 1]{note}, got values in [{low:.3g}, {high:.3g}]")
+
 def as_float_images(
     images: Tensor, # uint8 in [0, 255] or float in [0, 1]
 ) -> Tensor: # float32 in [0, 1]
-    "Convert stored pixels to float images in [0, 1]."
+    "Convert stored pixels to float images in [0, 1] (floats outside it, give or take 1e-3, raise)."
     check_tensor(images, 'images')
     if images.dtype == torch.uint8: return images.float().div_(255)
     if not images.is_floating_point():
         # Other integer types carry no scale: 255 could be white (8 bits) or almost black (16 bits).
         raise TypeError(f"images must be uint8 in [0, 255] or float in [0, 1], got {images.dtype}; "
                         "scale other integer pixels yourself")
-    if not torch.isfinite(images).all(): raise ValueError("images contains NaN or inf")
+    _check_unit_range(images, 'images', '; divide float pixels in [0, 255] by 255')
     return images.float()
 
 # %% ../nbs/00_data.ipynb #11d02889
@@ -63,12 +71,7 @@ def _check_images(images: Tensor) -> None:
     check_tensor(images, 'images', ndim=4)
     if images.dtype != torch.uint8 and not images.is_floating_point():
         raise TypeError(f"images must be float in [0, 1] or uint8, got {images.dtype}")
-    if images.is_floating_point() and images.numel():
-        low, high = torch.stack(torch.aminmax(images)).tolist()
-        # A resize or a blur may overshoot by rounding: allow a hair outside. NaN fails too.
-        if not (low >= -1e-3 and high <= 1 + 1e-3):
-            raise ValueError(f"float images must lie in [0, 1], "
-                             f"got values in [{low:.3g}, {high:.3g}]")
+    if images.is_floating_point(): _check_unit_range(images, 'float images')
 
 def _index_tensor(index, n: int) -> Tensor:
     "`subset`'s `index` as a tensor: a slice becomes its rows, an array or a list is read as is."
@@ -119,6 +122,7 @@ class ImageDataset(Dataset):
             if masks.shape != (len(images), *images.shape[2:]):
                 raise ValueError(f"masks must be {(len(images), *images.shape[2:])}, "
                                  f"got {tuple(masks.shape)}")
+            _check_unit_range(masks, 'masks', ' (the share of each pixel the object covers)')
         self.images, self.labels, self.classes = images, labels, list(classes)
         self.factors, self.masks, self.name = factors, masks, name
 

@@ -454,3 +454,23 @@ def test_render_shapes_needs_a_cpu_generator():
 def test_render_shapes_refuses_a_real_cuda_generator():
     with pytest.raises(ValueError, match='CPU torch.Generator'):
         render_shapes(make_shapes(2, seed=0).factors, seed=torch.Generator('cuda'))
+
+@pytest.mark.parametrize('value', [7.0, -0.5, 255.0, float('nan'), float('inf')])
+def test_as_float_images_refuses_floats_outside_the_unit_range(value):
+    "A float image of 7.0 came back unchanged, though the function promises [0, 1]."
+    for dtype in (torch.float32, torch.float16):
+        with pytest.raises(ValueError, match=r'images must lie in \[0, 1\]'):
+            as_float_images(torch.full((1, 3, 2, 2), value, dtype=dtype))
+
+def test_as_float_images_allows_a_rounding_hair_outside():
+    x = torch.tensor([[[[1.0005, -0.0005]]]])
+    assert torch.equal(as_float_images(x), x) and torch.equal(as_float_images(x.bfloat16()), x.bfloat16().float())
+
+@pytest.mark.parametrize('value', [float('nan'), 1.5, -0.2, float('inf')])
+def test_image_dataset_refuses_masks_outside_the_unit_range(value):
+    "Masks are coverage fractions: NaN, 1.5 or -0.2 were accepted."
+    masks = torch.rand(2, 4, 4)
+    masks[1, 2, 3] = value
+    with pytest.raises(ValueError, match=r'masks must lie in \[0, 1\]'):
+        ImageDataset(torch.rand(2, 3, 4, 4), [0, 1], ['a', 'b'], masks=masks)
+    assert ImageDataset(torch.rand(2, 3, 4, 4), [0, 1], ['a', 'b'], masks=masks.nan_to_num().clamp(0, 1)).masks.shape == (2, 4, 4)
