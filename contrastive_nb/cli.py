@@ -159,23 +159,32 @@ def _join_torchrun() -> bool:
     dist.init_process_group(backend, timeout=datetime.timedelta(minutes=10))
     return True
 
+def _goes_on(args: argparse.Namespace, world_size: int) -> str:
+    "How a stopped train goes on: the command that resumes from the newest checkpoint."
+    run = (args.resume or args.run_dir) if args.command == 'train' else None
+    newest = latest_checkpoint(run) if run else None
+    if newest is None: return "before any checkpoint: start the run again"
+    launch = ('contrastive-nb' if world_size == 1
+              else f"torchrun --nproc-per-node {world_size} -m contrastive_nb.cli")
+    return f"it goes on from its checkpoint {newest.name} with: {launch} train --resume {run}"
+
 def _interrupted(args: argparse.Namespace, where: str, world_size: int) -> str:
     "The line an interrupted train prints: where it stopped, and the command that goes on."
     stopped = f"interrupted {where}".strip()  # where: 'at step 13 of 40', or '' outside the loop
-    run = (args.resume or args.run_dir) if args.command == 'train' else None
-    newest = latest_checkpoint(run) if run else None
-    if newest is None: return f"{stopped}, before any checkpoint: start the run again"
-    launch = ('contrastive-nb' if world_size == 1
-              else f"torchrun --nproc-per-node {world_size} -m contrastive_nb.cli")
-    return (f"{stopped}; it goes on from its checkpoint {newest.name} with: "
-            f"{launch} train --resume {run}")
+    then = _goes_on(args, world_size)
+    return f"{stopped}, {then}" if then.startswith('before') else f"{stopped}; {then}"
+
+def _peer_left(e: BaseException) -> bool:
+    "A collective failed because another process of the run is gone (gloo's words, or c10d's)."
+    return isinstance(e, dist.DistError) or any(
+        words in str(e) for words in ('Connection closed by peer', 'Connection reset by peer'))
 
 def _raise_interrupt(signum: int, frame) -> None:
     raise KeyboardInterrupt
 
 def main(
     argv: list[str] | None = None, # the arguments after the program name; None: sys.argv[1:]
-) -> int: # the exit status: 0 done, 2 a usage or settings error, 130 interrupted
+) -> int: # exit status: 0 done, 1 a peer process stopped, 2 a bad setting, 130 interrupted
     "`contrastive-nb train ...` or `contrastive-nb evaluate RUN_DIR`; errors in one clear line."
     if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of strings such as ['train', '--epochs', '2'], "
@@ -197,6 +206,12 @@ def main(
             print(f"contrastive-nb {args.command}: {_interrupted(args, str(e), world_size)}",
                   file=sys.stderr)
         return 130
+    except RuntimeError as e:  # another process stopped alone (a kill, a crash): not a traceback
+        if not joined or not _peer_left(e) or os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
+        if rank == 0:  # the process that stopped says why itself (its error, or nothing if Ctrl-C)
+            print(f"contrastive-nb {args.command}: another process of the run stopped, so this one "
+                  f"cannot go on; {_goes_on(args, world_size)}", file=sys.stderr)
+        return 1
     finally:
         if joined: dist.destroy_process_group()
     if rank == 0: print(json.dumps(report, indent=1))

@@ -678,6 +678,17 @@ def _write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
         raise
 
+_TEXT_FILES = ('config.json', 'config.toml', 'metrics.csv', 'report.json')  # a run folder's
+
+def _remove_leftovers(run_dir: Path) -> list[Path]:
+    "Remove the temporary files a killed process (SIGKILL runs no clean-up) left in run_dir."
+    found = [p for p in (run_dir / 'checkpoints').glob('.step-*.pt.tmp')
+             if _step_of(Path(p.name[1:-4])) is not None]  # .step-00000012.pt.tmp, only
+    found += [run_dir / f'.{name}.tmp' for name in _TEXT_FILES]
+    gone = [p for p in found if p.is_file()]
+    for p in gone: p.unlink(missing_ok=True)
+    return gone
+
 # %% ../nbs/09_training.ipynb #6770bddd
 class Trainer:
     "One training run of any registered method on any registered dataset, resumable exactly."
@@ -908,7 +919,9 @@ class Trainer:
             _check_same_run(self.run_dir, self._folder_settings)
             self._settings_to_write = (self._folder_settings is None
                                        or _saved_settings(self.run_dir) != c.to_dict())
-        if writes: self.run_dir.mkdir(parents=True, exist_ok=True)
+        if writes:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            _remove_leftovers(self.run_dir)  # half-written files of a run killed mid-save
         self.method.train()
         bar = tqdm(total=self.total_steps, initial=self.step, disable=not c.progress or self.rank,
                    desc=f"{c.method} on {c.dataset}", unit='step', mininterval=1)

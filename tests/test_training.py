@@ -383,6 +383,29 @@ def test_a_failed_or_interrupted_save_leaves_no_temporary_file(tmp_path, monkeyp
     monkeypatch.undo()
     assert load_checkpoint(path)['step'] == 1
 
+def test_a_run_removes_the_temporary_files_a_killed_save_left_before_its_first_save(tmp_path, monkeypatch):
+    # a SIGKILL during a save runs no clean-up: its half-written .step-*.pt.tmp would stay in the folder forever
+    crash_at(monkeypatch, 5)
+    with pytest.raises(KeyboardInterrupt): train(tiny(checkpoint_every=2), tmp_path)
+    monkeypatch.undo()
+    checkpoints = tmp_path / 'checkpoints'
+    left = [checkpoints / '.step-00000006.pt.tmp', tmp_path / '.metrics.csv.tmp', tmp_path / '.config.json.tmp']
+    for p in left: p.write_bytes(b'PK\x03\x04 half a file')
+    others = [checkpoints / 'notes.tmp', checkpoints / '.step-latest.pt.tmp', tmp_path / 'mine.tmp']  # not the run's
+    for p in others: p.write_text('kept')
+    crash_at(monkeypatch, 5)  # interrupted again before its first save: the leftovers are already gone
+    with pytest.raises(KeyboardInterrupt): resume(tmp_path)
+    monkeypatch.undo()
+    assert not any(p.exists() for p in left) and all(p.read_text() == 'kept' for p in others)
+    assert sorted(p.name for p in checkpoints.glob('step-*.pt')) == ['step-00000002.pt', 'step-00000004.pt']
+    assert resume(tmp_path).step == 8
+    fresh = tmp_path / 'fresh'  # a new run in a folder that holds only a killed save's file
+    (fresh / 'checkpoints').mkdir(parents=True)
+    (fresh / 'checkpoints' / '.step-00000002.pt.tmp').write_bytes(b'PK\x03\x04')
+    crash_at(monkeypatch, 0)
+    with pytest.raises(KeyboardInterrupt): train(tiny(), fresh)
+    assert not list(fresh.rglob('*.tmp'))
+
 # --- one run per folder (issue 23) -------------------------------------------------------------------------------
 
 def test_a_new_run_is_refused_in_a_folder_that_holds_another(tmp_path):
