@@ -25,7 +25,7 @@ from torch import distributed as dist
 from tqdm import tqdm
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_temperature, zip_damage)
+                                    check_seed, check_temperature, zip_damage)
 from .augment import AugmentationPolicy, augment_batch
 from .data import ImageDataset, load_cifar10, load_digits, load_stl10, make_shapes
 from .debiased import debiased_nt_xent, hcl_loss, supcon_loss
@@ -336,9 +336,10 @@ class TrainConfig:
         for name in ('image_size', 'width', 'blocks', 'head_hidden', 'embed_dim', 'epochs',
                      'queue_size', 'bn_splits', 'bank_k', 'knn_k'):
             check_positive_int(getattr(self, name), name)
-        for name in ('n_train', 'n_test', 'data_seed', 'seed', 'warmup_epochs', 'num_hard',
-                     'chunk_size', 'grad_cache_chunk', 'threads', 'knn_every', 'checkpoint_every'):
+        for name in ('n_train', 'n_test', 'warmup_epochs', 'num_hard', 'chunk_size',
+                     'grad_cache_chunk', 'threads', 'knn_every', 'checkpoint_every'):
             check_int(getattr(self, name), name, low=0)
+        for name in ('seed', 'data_seed'): check_seed(getattr(self, name), name)
         if self.batch_size < 2:
             raise ValueError(f"batch_size must be at least 2, got {self.batch_size}: a source "
                              "needs other sources as negatives, and BatchNorm needs two rows")

@@ -17,6 +17,7 @@ from contrastive_nb.infonce import train_on_pairs
 from contrastive_nb.memory_bank import MemoryBank, train_memory_bank
 from contrastive_nb.moco import MoCoQueue
 from contrastive_nb.text import train_text_encoder
+from contrastive_nb.training import TrainConfig
 
 shapes = make_shapes(8, size=8, seed=0)
 x, y = torch.randn(8, 4), torch.arange(8) % 2
@@ -39,6 +40,8 @@ CALLS = {
                                        batch_size=4, seed=s, progress=False),
     'ddp_gradient_check': lambda s: ddp_gradient_check(seed=s),
     'grad_cache_benchmark': lambda s: grad_cache_benchmark(4, seed=s),
+    'TrainConfig(seed)': lambda s: TrainConfig(seed=s),
+    'TrainConfig(data_seed)': lambda s: TrainConfig(data_seed=s),
 }
 
 @pytest.mark.parametrize('name', CALLS)
