@@ -454,7 +454,12 @@ def load_tickets(
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
     path = tickets_path() if path is None else Path(path)
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try: df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as e:
+        what = ('it is empty' if isinstance(e, pd.errors.EmptyDataError) else
+                'it is not UTF-8 text' if isinstance(e, UnicodeDecodeError) else 'it is not a CSV')
+        raise ValueError(f"{path} cannot be read as tickets: {what}; expected a CSV with the "
+                         f"columns {TICKET_COLUMNS}") from None
     _check_tickets(df, str(path))
     return df[list(TICKET_COLUMNS)]
 
@@ -584,6 +589,11 @@ def load_stl10(
     return ImageDataset(images, torch.from_numpy(labels), classes, name='stl10')
 
 # %% ../nbs/00_data.ipynb #2e5b1f88
+def _fixture_root(root) -> Path:
+    "`root` as a Path; no default, so that a fixture never lands among the real downloads."
+    if root is None: raise TypeError("root must be a str or a Path, got None (no default here)")
+    return _root(root)
+
 def write_cifar10_fixture(
     root: str | Path, # folder in which `cifar-10-batches-py/` is created
     per_batch: int = 4, # images in each of the six batches
@@ -592,7 +602,7 @@ def write_cifar10_fixture(
     "Write a tiny CIFAR-10 in the real on-disk format (python pickle batches)."
     per_batch = check_positive_int(per_batch, 'per_batch')
     rng = np.random.default_rng(check_int(seed, 'seed', low=0))
-    folder = Path(root) / 'cifar-10-batches-py'
+    folder = _fixture_root(root) / 'cifar-10-batches-py'
     folder.mkdir(parents=True, exist_ok=True)
     for name in [f'data_batch_{i}' for i in range(1, 6)] + ['test_batch']:
         batch = {'batch_label': name, 'labels': rng.integers(0, 10, per_batch).tolist(),
@@ -611,7 +621,7 @@ def write_stl10_fixture(
     "Write a tiny STL-10 in the real on-disk format (column-major uint8 binaries, labels 1–10)."
     n = check_positive_int(n, 'n')
     rng = np.random.default_rng(check_int(seed, 'seed', low=0))
-    folder = Path(root) / 'stl10_binary'
+    folder = _fixture_root(root) / 'stl10_binary'
     folder.mkdir(parents=True, exist_ok=True)
     for split in ('train', 'test', 'unlabeled'):
         images = rng.integers(0, 256, (n, 3, 96, 96), dtype=np.uint8)

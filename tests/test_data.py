@@ -474,3 +474,19 @@ def test_image_dataset_refuses_masks_outside_the_unit_range(value):
     with pytest.raises(ValueError, match=r'masks must lie in \[0, 1\]'):
         ImageDataset(torch.rand(2, 3, 4, 4), [0, 1], ['a', 'b'], masks=masks)
     assert ImageDataset(torch.rand(2, 3, 4, 4), [0, 1], ['a', 'b'], masks=masks.nan_to_num().clamp(0, 1)).masks.shape == (2, 4, 4)
+
+@pytest.mark.parametrize('content, what', [(b'', 'it is empty'), (b'ticket_id,text\n1,\xff\xfe\xfa\n', 'not UTF-8 text'),
+                                           (pickle.dumps(list(range(100))), 'not UTF-8 text'),
+                                           (bytes(range(256)) * 4, 'not a CSV')])
+def test_load_tickets_names_an_unreadable_file(tmp_path, content, what):
+    "An empty file raised pandas' EmptyDataError and a binary one UnicodeDecodeError, neither naming the path."
+    path = tmp_path / 'tickets.csv'
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=what) as e: load_tickets(path)
+    assert str(path) in str(e.value) and 'ticket_id' in str(e.value)
+
+@pytest.mark.parametrize('writer', [write_cifar10_fixture, write_stl10_fixture])
+@pytest.mark.parametrize('root', [3, None, ['a']])
+def test_fixture_writers_name_a_bad_folder(writer, root):
+    "write_cifar10_fixture(3) raised pathlib's 'argument should be a str or an os.PathLike object', naming nothing."
+    with pytest.raises(TypeError, match='root must be a str or a Path'): writer(root)
