@@ -24,9 +24,8 @@ from torch import distributed as dist
 
 from . import distributed as _distributed  # registers simclr_global (lesson 10)
 from .data import DatasetNotFoundError
-from .training import (TrainConfig, Trainer, _check_new_run_dir,
-                                     _check_output_folder, _load_newest, latest_checkpoint,
-                                     resume, world)
+from .training import (TrainConfig, Trainer, check_run_dir, latest_checkpoint,
+                                     load_latest_checkpoint, resume, world)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']
@@ -132,15 +131,15 @@ def _train(args: argparse.Namespace) -> dict:
     if world()[0] > 1: dist.broadcast_object_list(run_dir, 0)  # rank 0's clock names the run
     run_dir = Path(run_dir[0])
     args.run_dir = str(run_dir)  # for the message of an interrupted run
-    _check_new_run_dir(run_dir)  # the same check as the Python train(), before any work
+    check_run_dir(run_dir, new=True)  # the same check as the Python train(), before any work
     trainer = Trainer(config, run_dir)
     if trainer.rank == 0:
         print(f"training {config.method} on {config.dataset} in {run_dir}", file=sys.stderr)
     return trainer.fit()
 
 def _evaluate(args: argparse.Namespace) -> dict:
-    _check_output_folder(Path(args.run_dir))  # evaluation.json goes there
-    path, state = _load_newest(Path(args.run_dir), 'evaluate')
+    check_run_dir(args.run_dir)  # evaluation.json goes there
+    path, state = load_latest_checkpoint(args.run_dir, 'evaluate')
     values = {**state['config'], 'device': args.device, 'progress': False}
     trainer = Trainer(TrainConfig.from_dict(values))
     trainer.method.load_state_dict(state['model'])

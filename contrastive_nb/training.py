@@ -40,7 +40,8 @@ from .moco import MoCo
 __all__ = ['METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'RUNTIME_SETTINGS',
            'register_method', 'register_dataset', 'ContrastiveMethod', 'TwoViewMethod', 'load_datasets', 'TrainConfig',
            'select_device', 'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint',
-           'load_checkpoint', 'Trainer', 'latest_checkpoint', 'train', 'resume']
+           'load_checkpoint', 'load_latest_checkpoint', 'check_run_dir', 'Trainer', 'latest_checkpoint', 'train',
+           'resume']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
 METHODS: dict[str, Callable] = {}  # name -> builder(config, encoder, head, n_train)
@@ -541,11 +542,15 @@ def _verifies(path: Path) -> bool:
     except CheckpointError: return False
     return True
 
-def _load_newest(
-    run_dir: Path, # a run folder
-    purpose: str, # what the checkpoint is for ('resume', 'evaluate'), for the messages
+def load_latest_checkpoint(
+    run_dir: str | Path, # a run folder written by `Trainer.fit`
+    purpose: str = 'resume', # 'resume' or 'evaluate': what the checkpoint is read for (messages)
 ) -> tuple[Path, dict]: # the newest checkpoint and its state
     "A run's newest checkpoint, read; if it is damaged, the error names the newest that verifies."
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
+    check_choice(purpose, 'purpose', ('resume', 'evaluate'))
+    run_dir = Path(run_dir)
     found = _checkpoints(run_dir)
     if not found:
         raise CheckpointError(f"run_dir {str(run_dir)!r} holds no checkpoint to {purpose}")
@@ -664,10 +669,18 @@ def _check_same_run(
                          "continues with the settings it was trained with; restore config.json, "
                          "or train a new run in another folder")
 
-def _check_new_run_dir(run_dir: Path) -> None:
-    "The checks of a new run's folder, before any work (the command line makes the same)."
+def check_run_dir(
+    run_dir: str | Path, # a run folder, existing or to be made
+    new: bool = False, # True: a new run starts there, so it must hold no other run
+) -> Path: # the folder as a Path
+    "A run folder this process may write (and, for a new run, holding no other); else one error."
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
+    if not isinstance(new, bool): raise TypeError(f"new must be True or False, got {new!r}")
+    run_dir = Path(run_dir)
     _check_output_folder(run_dir)
-    _check_same_run(run_dir, None)
+    if new: _check_same_run(run_dir, None)
+    return run_dir
 
 def _write_text(path: Path, text: str) -> None:
     "Write a text file through a temporary one and a rename: a reader never sees half of it."
@@ -984,7 +997,7 @@ def train(
     run_dir: str | Path | None = None, # where config, metrics, checkpoints and report go
 ) -> Trainer: # the trained run; `.report()`, `.history`, `.encoder`
     "Train from scratch to the end."
-    if isinstance(run_dir, (str, os.PathLike)): _check_new_run_dir(Path(run_dir))  # before any work
+    if isinstance(run_dir, (str, os.PathLike)): check_run_dir(run_dir, new=True)  # before any work
     trainer = Trainer(config, run_dir)
     trainer.fit()
     return trainer
@@ -1016,7 +1029,7 @@ def resume(
         raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
     run_dir = Path(run_dir)
     _check_output_folder(run_dir)
-    path, state = _load_newest(run_dir, 'resume')
+    path, state = load_latest_checkpoint(run_dir, 'resume')
     values, saved = state['config'], _saved_settings(run_dir)
     if saved is not None:  # someone edited config.json, or another run wrote it
         differ = _setting_differences(saved, values)
