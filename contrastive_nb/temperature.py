@@ -68,8 +68,10 @@ def negative_gradient_shares(
 # %% ../nbs/04_temperature.ipynb #187049ce
 def _temperature_list(temperatures) -> Tensor:
     "A non-empty 1-D sequence of positive finite temperatures, as float64."
-    if isinstance(temperatures, Tensor) and temperatures.ndim != 1:
-        raise ValueError(f"temperatures must be 1-D, got shape {tuple(temperatures.shape)}")
+    ndim = getattr(temperatures, 'ndim', 1)  # tensors and numpy arrays: iterating a 2-D one
+    if ndim != 1:                            # gives rows, not numbers
+        one = "; wrap one τ in a list: [τ]" if ndim == 0 else ""
+        raise ValueError(f"temperatures must be 1-D, got shape {tuple(temperatures.shape)}{one}")
     if isinstance(temperatures, (str, bytes)) or not hasattr(temperatures, '__iter__'):
         raise TypeError(f"temperatures must be a sequence or a 1-D tensor of temperatures, got "
                         f"{type(temperatures).__name__}; wrap one τ in a list: [{temperatures!r}]")
@@ -140,15 +142,26 @@ class LearnableTemperature(nn.Module):
                ) -> Tensor: # logits: similarities × scale, as in CLIP
         check_tensor(similarities, 'similarities', dtype='float', finite=True)
         logits = similarities * self.scale.to(similarities.dtype)
+        # One check, one host sync: a NaN log_scale gives NaN logits, so it is diagnosed here too.
         if not torch.isfinite(logits).all():  # float16 ends at 65 504: a scale of 1e5 overflows
+            self._refuse_nan()
             raise ValueError(f"similarities × scale overflows {similarities.dtype} (scale "
                              f"{self.scale.item():.4g}): pass float32 similarities or lower "
                              "max_scale")
         return logits
 
+    def _refuse_nan(self) -> None:
+        "A ValueError when log_scale is NaN: no clamp can bring it back inside the bounds."
+        if torch.isnan(self.log_scale):
+            raise ValueError("log_scale is NaN, so τ is undefined: an optimiser step diverged (a "
+                             "NaN or inf loss or gradient, or too high a learning rate). Reload "
+                             "the last good state, then lower the learning rate or clip the "
+                             "gradients.")
+
     @torch.no_grad()
     def clamp_(self) -> LearnableTemperature:
         "Clamp the parameter itself into the bounds; call it after each optimiser step."
+        self._refuse_nan()  # clamping leaves NaN as it is: say so at the step that made it
         self.log_scale.clamp_(math.log(self.min_scale), math.log(self.max_scale))
         return self
 

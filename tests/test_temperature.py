@@ -1,6 +1,7 @@
 """Package tests for contrastive_nb.temperature: gradient shares, the learnable temperature, half precision at low τ."""
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -373,3 +374,28 @@ def test_logits_that_overflow_float16_raise_instead_of_becoming_inf():
     with pytest.raises(ValueError, match='overflows torch.float16'): module(torch.ones(3).half())
     assert torch.isfinite(module(torch.ones(3))).all()
     assert torch.isfinite(LearnableTemperature()(torch.ones(3).half())).all()  # CLIP's 100 fits float16
+
+@pytest.mark.parametrize('temperatures, shape', [(np.array([[0.1, 0.2]]), r'\(1, 2\)'),
+                                                 (np.array(0.1), r'\(\)'),
+                                                 (torch.tensor([[0.1], [0.2]]), r'\(2, 1\)')])
+def test_temperatures_of_the_wrong_rank_are_named(temperatures, shape):
+    "A 2-D numpy array raised numpy's 'only 0-dimensional arrays can be converted...', naming nothing."
+    with pytest.raises(ValueError, match=f'temperatures must be 1-D, got shape {shape}'):
+        hardest_negative_share(torch.rand(3, 5), temperatures)
+
+def test_one_d_numpy_temperatures_are_read_as_a_list():
+    sims = torch.rand(3, 5, dtype=F64, generator=torch.Generator().manual_seed(7))
+    assert torch.allclose(hardest_negative_share(sims, np.array([0.1, 0.5])), hardest_negative_share(sims, [0.1, 0.5]))
+
+def test_nan_log_scale_is_named_in_forward_and_clamp():
+    "A diverged step left log_scale NaN: forward said the logits 'overflow' (scale nan), clamp_ kept the NaN silently."
+    module = LearnableTemperature()
+    optimiser = torch.optim.SGD(module.parameters(), lr=0.1)
+    module(torch.ones(2)).sum().mul(float('nan')).backward()
+    optimiser.step()  # a NaN loss, so a NaN gradient: the step makes log_scale NaN
+    assert torch.isnan(module.log_scale)
+    with pytest.raises(ValueError, match='log_scale is NaN.*optimiser step diverged'): module(torch.ones(3))
+    with pytest.raises(ValueError, match='log_scale is NaN'): module.clamp_()
+    with pytest.raises(ValueError, match='log_scale is NaN'): module(torch.ones(3).half())
+    with torch.no_grad(): module.log_scale.fill_(math.inf)  # inf is a bound, not a NaN: clamped back inside
+    assert module.clamp_().scale.item() == pytest.approx(100.0)
