@@ -149,14 +149,34 @@ def _pairs(x: Tensor, y: Tensor) -> None:
         raise ValueError("alignment needs at least one pair, got empty batches")
 
 
-def _finite(result: Tensor, what: str) -> Tensor:
+def _finite(result: Tensor, name: str, value: float, recompute) -> Tensor:
     "`result`, or a ValueError when it does not fit its dtype (a huge alpha or t)."
-    if not torch.isfinite(result):
-        raise ValueError(
-            f"the result does not fit in {result.dtype} at {what}: "
-            "use a smaller value, or float32 inputs"
-        )
-    return result
+    if torch.isfinite(result):
+        return result
+    # The advice fits the dtype: a wider one is named only if the result fits in it
+    # (`recompute(dtype)` is the same call on inputs cast to it).
+    wider = [d for d in (torch.float32, torch.float64) if d.itemsize > result.dtype.itemsize]
+    with torch.no_grad():
+        fits = next((d for d in wider if torch.isfinite(recompute(d))), None)
+    fix = (
+        f", or {fits} inputs"
+        if fits
+        else " (it does not fit in float64 either)"
+        if wider
+        else ""
+    )
+    raise ValueError(
+        f"the result does not fit in {result.dtype} at {name} = {value:g}: "
+        f"use a smaller {name}{fix}"
+    )
+
+
+def _alignment(x: Tensor, y: Tensor, alpha: float) -> Tensor:
+    "The mean of ‖x̂ᵢ − ŷᵢ‖₂^α; no checks."
+    dist = torch.linalg.vector_norm(_unit(x, 'x') - _unit(y, 'y'), dim=-1)
+    # ‖·‖^α has no derivative at 0 when α < 1: aligned pairs get a zero gradient, not NaN.
+    aligned = dist == 0
+    return torch.where(aligned, 0.0, torch.where(aligned, 1.0, dist).pow(alpha)).mean()
 
 
 def alignment(
@@ -167,11 +187,12 @@ def alignment(
     "Wang & Isola's alignment: the mean of ‖x̂ᵢ − ŷᵢ‖₂^α over positive pairs, on the unit sphere."
     _pairs(x, y)
     alpha = check_number(alpha, 'alpha', low=0.0, low_open=True)
-    dist = torch.linalg.vector_norm(_unit(x, 'x') - _unit(y, 'y'), dim=-1)
-    # ‖·‖^α has no derivative at 0 when α < 1: aligned pairs get a zero gradient, not NaN.
-    aligned = dist == 0
-    result = torch.where(aligned, 0.0, torch.where(aligned, 1.0, dist).pow(alpha)).mean()
-    return _finite(result, f"alpha = {alpha:g}")
+    return _finite(
+        _alignment(x, y, alpha),
+        'alpha',
+        alpha,
+        lambda dtype: _alignment(x.to(dtype), y.to(dtype), alpha),
+    )
 
 
 def uniformity(
@@ -182,6 +203,11 @@ def uniformity(
     if len(_batch(x, 'x')) < 2:
         raise ValueError(f"x must hold at least two embeddings to form a pair, got {len(x)}")
     t = check_number(t, 't', low=0.0, low_open=True)
+    return _finite(_uniformity(x, t), 't', t, lambda dtype: _uniformity(x.to(dtype), t))
+
+
+def _uniformity(x: Tensor, t: float) -> Tensor:
+    "log mean exp(−t‖x̂ᵢ − x̂ⱼ‖₂²) over distinct pairs, in x's dtype; no checks."
     n = len(x)
     u = _unit(x, 'x')
     if u.dtype in (torch.float16, torch.bfloat16):
@@ -190,4 +216,4 @@ def uniformity(
     sq_dist = (2 - 2 * (u @ u.mT)).clamp_min(0)
     off_diagonal = ~torch.eye(n, dtype=torch.bool, device=x.device)
     result = torch.logsumexp(-t * sq_dist[off_diagonal], 0) - math.log(n * (n - 1))
-    return _finite(result.to(x.dtype), f"t = {t:g}")
+    return result.to(x.dtype)

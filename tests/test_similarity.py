@@ -327,8 +327,31 @@ def test_size_one_and_non_contiguous_inputs():
     x = torch.randn(4, 6)
     xt = torch.randn(6, 4).T
     assert not xt.is_contiguous()
-    assert torch.allclose(similarity_matrix(xt), similarity_matrix(xt.contiguous()))
-    assert torch.allclose(cosine_similarity(xt, x), cosine_similarity(xt.contiguous(), x))
+    # Cosines lie in [-1, 1]: an absolute tolerance, since one near 0 differs relatively in float32.
+    assert torch.allclose(similarity_matrix(xt), similarity_matrix(xt.contiguous()), atol=1e-6)
+    assert torch.allclose(cosine_similarity(xt, x), cosine_similarity(xt.contiguous(), x), atol=1e-6)
     assert alignment(x[:1], x[:1]).item() == 0.0
     assert similarity_matrix(x[:1]).shape == (1, 1)
     assert torch.isclose(uniformity(x[:2]), uniformity(x[:2].contiguous()))
+
+def test_overflow_advice_fits_the_inputs_dtype():
+    "The advice was always 'or float32 inputs', also for float32 inputs, and where no dtype would hold the result."
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+    y = -x  # every distance is 2: 2^200 overflows float32 but fits float64, 2^2000 fits neither
+    with pytest.raises(ValueError, match=r'float32 at alpha = 200: use a smaller alpha, or torch.float64 inputs$'):
+        alignment(x, y, alpha=200.0)
+    with pytest.raises(ValueError, match=r'float16 at alpha = 20: use a smaller alpha, or torch.float32 inputs$'):
+        alignment(x.half(), y.half(), alpha=20.0)
+    with pytest.raises(ValueError, match=r'alpha = 2000: use a smaller alpha \(it does not fit in float64 either\)'):
+        alignment(x, y, alpha=2000.0)
+    with pytest.raises(ValueError, match=r'float64 at alpha = 2000: use a smaller alpha$'):
+        alignment(x.double(), y.double(), alpha=2000.0)
+    with pytest.raises(ValueError, match=r'float32 at t = 1e\+39: use a smaller t, or torch.float64 inputs$'):
+        uniformity(x, t=1e39)  # t itself is inf in float32
+    with pytest.raises(ValueError, match=r'bfloat16 at t = 1e\+39: use a smaller t, or torch.float64 inputs$'):
+        uniformity(x.bfloat16(), t=1e39)
+    with pytest.raises(ValueError, match=r'float16 at t = 1e\+06: use a smaller t, or torch.float32 inputs$'):
+        uniformity(x.half(), t=1e6)
+    antipodes = torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=F64)  # -t * 4 passes float64's range
+    with pytest.raises(ValueError, match=r'float64 at t = 1e\+308: use a smaller t$'):
+        uniformity(antipodes, t=1e308)
