@@ -27,8 +27,22 @@ def _device(device, default: torch.device) -> torch.device:
     if not isinstance(device, (str, torch.device)):
         kind = type(device).__name__
         raise TypeError(f"device must be a string like 'cpu' or a torch.device, got {kind}")
-    try: return torch.device(device)
+    try: device = torch.device(device)
     except RuntimeError as e: raise ValueError(f"device {device!r} is not a device: {e}") from None
+    if device.type == 'cuda':  # checked here, not by a driver error deep inside the first copy
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device '{device}' is not available: torch finds no CUDA GPU on "
+                             "this machine; use 'cpu'")
+        if device.index is not None and device.index >= count:
+            raise ValueError(f"device '{device}' does not exist: torch finds {count} CUDA "
+                             f"GPU(s), cuda:0 to cuda:{count - 1}")
+    elif device.type not in ('cpu', 'meta'):  # mps, xpu...: can it hold a tensor?
+        try: torch.empty(0, device=device)
+        except (RuntimeError, AssertionError, ImportError) as e:
+            why = str(e).splitlines()[0][:120]  # torch's first line; the rest lists backends
+            raise ValueError(f"device '{device}' is not available: {why}") from None
+    return device
 
 def _as_model_input(batch: Tensor, dtype: torch.dtype) -> Tensor:
     "uint8 pixels scaled to [0, 1]; floating inputs cast to the model's dtype."
@@ -177,11 +191,30 @@ def knn_accuracy(
     return (predicted == query_labels.to(predicted.device)).double().mean().item()
 
 # %% ../nbs/evaluate.ipynb #f541c931
+_RESCALE = ("divide both by one common scale first (the probe standardises its features, so that "
+            "changes nothing else)")
+
+def _probe_input(x: Tensor, name: str) -> Tensor:
+    "`x` detached in float32, the probe's dtype; float64 values beyond float32's range raise."
+    if x.dtype == torch.float64:  # float16, bfloat16 and float32 values always fit
+        big, limit = x.detach().abs().max().item(), torch.finfo(torch.float32).max
+        if big > limit:
+            raise ValueError(f"{name} holds values up to {big:.3g}, beyond float32's range "
+                             f"(±{limit:.3g}), in which the probe trains: {_RESCALE}")
+    return x.detach().float()
+
 def _standardise(x: Tensor, x_test: Tensor) -> tuple[Tensor, Tensor]:
     "Both feature sets minus the training mean, over the training standard deviation (1 if zero)."
     mean, std = x.mean(0), x.std(0, correction=0)
+    finite = torch.isfinite(std).all()  # before the where below turns a NaN into 1
     std = torch.where(std > 0, std, 1.0)
-    return (x - mean) / std, (x_test - mean) / std
+    x, x_test = (x - mean) / std, (x_test - mean) / std
+    if not (finite and torch.isfinite(x).all()):  # sums and differences past float32's range
+        raise ValueError(f"train_features overflow float32 once standardised: {_RESCALE}")
+    if not torch.isfinite(x_test).all():
+        raise ValueError("test_features lie too many training standard deviations from the "
+                         "training mean for float32: are they features of the same model?")
+    return x, x_test
 
 def linear_probe(
     train_features: Tensor, # (N, D) frozen features to fit on
@@ -210,8 +243,8 @@ def linear_probe(
     lr = check_number(lr, 'lr', low=0.0, high=1e6, low_open=True)
     weight_decay = check_number(weight_decay, 'weight_decay', low=0.0, high=1e6)
     seed = check_seed(seed)  # the range torch's generators take
-    x_test = test_features.detach().float().to(device)
-    x, x_test = _standardise(train_features.detach().float(), x_test)
+    x_test = _probe_input(test_features, 'test_features').to(device)
+    x, x_test = _standardise(_probe_input(train_features, 'train_features'), x_test)
     # One output per class that occurs, in order (labels 0..C-1 map to themselves): a stray
     # label 10**9 would otherwise make a probe of 10**9 outputs.
     classes = torch.unique(torch.cat([y, y_test]))
@@ -245,6 +278,9 @@ def rank_of_positive(
         raise TypeError(f"scores must be real numbers, got {scores.dtype}")
     if scores.is_floating_point() and scores.isnan().any():
         raise ValueError("scores contain NaN: a NaN cannot be ranked")
+    if scores.shape[1] == 0 and len(scores):
+        raise ValueError(f"scores has no keys (shape {tuple(scores.shape)}): there is nothing to "
+                         "rank a positive among; give at least one key per query")
     positive = check_indices(positive, 'positive', scores.shape[1]).to(scores.device)
     if len(positive) != len(scores):
         raise ValueError(f"positive must have shape ({len(scores)},), one key per query, "

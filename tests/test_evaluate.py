@@ -301,10 +301,13 @@ def test_linear_probe_refuses_nan_features(probe_data):
     with pytest.raises(ValueError, match=r'train_features contains NaN or inf \(the first at index \(5, 3\)\)'):
         linear_probe(bad, ty, vx, vy, epochs=1)
 
-def test_linear_probe_reports_divergence(probe_data):
-    "Adam's steps of about lr: huge steps overflow the logits, the weights become NaN, and that is reported."
+def test_linear_probe_reports_features_that_overflow_when_standardised(probe_data):
+    """Features of 1e38 fit float32 but their mean does not: it was inf, the standardised features NaN, and the
+    message blamed lr ('the probe diverged'); now the features are named before training. With finite standardised
+    features and lr <= 1e6 no divergence was found (lr=1e6 with weight_decay=1e6, batch_size=1): the check stays."""
     tx, ty, vx, vy = probe_data
-    with pytest.raises(ValueError, match='the probe diverged'): linear_probe(tx * 1e36, ty, vx, vy, epochs=2, lr=1e6)
+    with pytest.raises(ValueError, match='train_features overflow float32 once standardised'):
+        linear_probe(tx * 1e36, ty, vx, vy, epochs=2, lr=1e6)
 
 def test_linear_probe_standardises_tiny_and_offset_features(probe_data):
     """Without standardisation, Adam's steps of about lr cannot reach the weights that features of scale 1e-4
@@ -468,3 +471,48 @@ def test_linear_probe_seed_beyond_what_torch_takes_is_named(probe_data):
     "seed=2**70 raised 'Overflow when unpacking long long', naming nothing."
     x, y, x_test, y_test = probe_data
     with pytest.raises(ValueError, match='seed'): linear_probe(x, y, x_test, y_test, epochs=1, seed=2 ** 70)
+
+@pytest.mark.parametrize('name', ['train_features', 'test_features'])
+def test_linear_probe_refuses_float64_features_beyond_float32_before_training(probe_data, name):
+    "float64 features of 1e300 became inf in the probe's float32 and were reported as 'the probe diverged ... smaller lr'."
+    args = dict(zip(('train_features', 'train_labels', 'test_features', 'test_labels'), probe_data))
+    args[name] = args[name].double() * 1e300
+    with pytest.raises(ValueError, match=rf"{name} holds values up to .*e\+30\d, beyond float32's range"):
+        linear_probe(**args, epochs=1)
+    args[name] = args[name] / 1e300  # float64 within float32's range: trained as before
+    assert linear_probe(**args) >= 0.99
+
+def test_linear_probe_refuses_features_whose_standardisation_overflows_float32():
+    "Each value fits float32 but their sum does not: the mean was inf, and the probe 'diverged'."
+    x = torch.tensor([[3e38, 1.0], [2e38, 2.0], [3e38, 0.0], [1e38, 5.0]])
+    y = torch.tensor([0, 1, 0, 1])
+    with pytest.raises(ValueError, match='train_features overflow float32 once standardised'):
+        linear_probe(x, y, torch.ones(4, 2), y, epochs=1)
+    tiny = torch.tensor([[1e-30], [2e-30], [1e-30], [2e-30]])  # test points 1e60 deviations away
+    with pytest.raises(ValueError, match='test_features lie too many training standard deviations'):
+        linear_probe(tiny, y, torch.full((4, 1), 1e30), y, epochs=1)
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='needs a machine without a CUDA GPU')
+def test_embed_names_a_cuda_device_on_a_machine_without_one(net):
+    "device='cuda:7' without a GPU raised torch's 'Found no NVIDIA driver' from the first copy."
+    with pytest.raises(ValueError, match=r"device 'cuda:7' is not available: torch finds no CUDA GPU"):
+        embed(net, torch.rand(2, 3, 8, 8), device='cuda:7')
+    assert torch.allclose(embed(net, torch.rand(2, 3, 8, 8), device='cpu'), embed(net, torch.rand(2, 3, 8, 8)), atol=1)
+
+def test_embed_names_a_cuda_index_beyond_the_gpus(net, monkeypatch):
+    "cuda:7 on a machine with one GPU: the index is named, with the ones that exist."
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 1)
+    with pytest.raises(ValueError, match=r"device 'cuda:7' does not exist: torch finds 1 CUDA GPU\(s\), cuda:0 to cuda:0"):
+        embed(net, torch.rand(2, 3, 8, 8), device=torch.device('cuda', 7))
+
+def test_embed_names_an_unavailable_device_of_another_kind(net):
+    if torch.backends.mps.is_available(): pytest.skip('MPS is available here')
+    with pytest.raises(ValueError, match="device 'mps' is not available"):
+        embed(net, torch.rand(2, 3, 8, 8), device='mps')
+
+def test_rank_of_positive_with_no_keys_says_so():
+    "Zero keys gave 'positive must lie in [0, -1] for 0 rows'."
+    with pytest.raises(ValueError, match=r'scores has no keys \(shape \(2, 0\)\): there is nothing to rank'):
+        rank_of_positive(torch.zeros(2, 0), torch.zeros(2, dtype=torch.long))
+    assert rank_of_positive(torch.zeros(0, 0), torch.zeros(0, dtype=torch.long)).shape == (0,)  # no queries: nothing to do
