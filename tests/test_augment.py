@@ -395,8 +395,9 @@ def test_object_kept_rejects_bad_input(masks, boxes, error):
 def test_channels_last_images_get_the_permute_hint():
     "An (N, H, W, C) batch is named for what it is, with the call that fixes it (found by the mutation pass)."
     from contrastive_nb.augment import augment_batch
-    with pytest.raises(ValueError, match=r'channels look last: use images\.permute\(0, 3, 1, 2\)'):
-        augment_batch(torch.rand(2, 8, 8, 3), AugmentationPolicy(size=8))
+    for batch in (2, 4):  # 4 images: the batch size is a channel count, the hint still reads dimension 1
+        with pytest.raises(ValueError, match=r'channels look last: use images\.permute\(0, 3, 1, 2\)'):
+            augment_batch(torch.rand(batch, 8, 8, 3), AugmentationPolicy(size=8))
 
 # --- faults found by probing (issue 23) ---------------------------------------------------------------------------
 
