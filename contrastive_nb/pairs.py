@@ -21,7 +21,7 @@ from ._checks import (check_int, check_number, check_positive_int, check_probabi
                                     check_tensor)
 
 # %% auto #0
-__all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'delete_words',
+__all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'check_synonyms', 'delete_words',
            'replace_synonyms', 'mask_span', 'ticket_view', 'temporal_pair_masks', 'position_phrase', 'shape_captions',
            'expected_false_negatives', 'chance_of_false_negative']
 
@@ -111,7 +111,7 @@ TICKET_SYNONYMS: dict[str, tuple[str, ...]] = {
     'please': ('kindly',), 'want': ('would like',), 'need': ('require',),
 }
 
-def _check_synonyms(
+def check_synonyms(
     synonyms, # the table to check
     name: str = 'synonyms', # its name, for the message
 ) -> Mapping[str, tuple[str, ...]]: # `synonyms` itself, unchanged
@@ -174,7 +174,7 @@ def replace_synonyms(
 ) -> str: # the text with some words replaced
     "Synonym replacement from a table, keeping each word's punctuation and initial capital."
     p = _check_text_args(text, p, 'p')
-    synonyms = TICKET_SYNONYMS if synonyms is None else _check_synonyms(synonyms)
+    synonyms = TICKET_SYNONYMS if synonyms is None else check_synonyms(synonyms)
     rng, out = _generator(rng), []
     for word in text.split():
         lead, core, trail = _WORD.match(word).groups()

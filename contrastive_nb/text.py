@@ -28,7 +28,7 @@ from .data import _check_tickets
 from .debiased import supcon_loss
 from .hard_negatives import top_k_negatives
 from .infonce import _reduce, _unit_rows, floor_at_zero, REDUCTIONS
-from .pairs import TICKET_SYNONYMS, _as_ids, _check_synonyms, delete_words
+from .pairs import TICKET_SYNONYMS, _as_ids, check_synonyms, delete_words
 from .pairs import replace_synonyms
 from .training import CheckpointError, save_checkpoint
 
@@ -246,7 +246,7 @@ def paraphrase_tickets(
     synonym_p = check_probability(synonym_p, 'synonym_p')
     drop_p = check_probability(drop_p, 'drop_p')
     rng = np.random.default_rng(check_int(seed, 'seed', low=0))
-    table = PARAPHRASE_SYNONYMS if synonyms is None else _check_synonyms(synonyms)
+    table = PARAPHRASE_SYNONYMS if synonyms is None else check_synonyms(synonyms)
     rows = []
     for problem, group in df.groupby('problem_id', sort=True):
         texts, ids = list(group.text), list(group.ticket_id)

@@ -141,6 +141,7 @@ def _pairs():
         'flatten_views': [Case(p.flatten_views, dict(views=torch.rand(3, 2, 3, 4, 4, generator=gen(3))),
                                nan_ok=('views',))],
         'delete_words': [Case(p.delete_words, dict(text=text, p=0.2, rng=0))],
+        'check_synonyms': [Case(p.check_synonyms, dict(synonyms={'refund': ('money back',)}))],
         'replace_synonyms': [Case(p.replace_synonyms, dict(text=text, p=0.5, rng=0))],
         'mask_span': [Case(p.mask_span, dict(text=text, fraction=0.15, rng=0, mask='[MASK]'))],
         'ticket_view': [Case(p.ticket_view, dict(text=text, rng=0))],
