@@ -91,6 +91,15 @@ def run_torchrun(*args, cwd, timeout: float = 300) -> tuple[int, str, str]:
     finally: stop(proc, [])
     return proc.returncode, out, err
 
+def wait_for_first_checkpoint(proc, run_dir) -> list[int]:
+    "The pids of the two workers, once the run has written its first checkpoint (within 240 s)."
+    deadline = time.monotonic() + 240
+    while latest_checkpoint(run_dir) is None and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    workers = children(proc.pid)
+    assert proc.poll() is None and len(workers) == 2, "the run ended before the interrupt, or has no 2 workers"
+    return workers
+
 @pytest.mark.slow
 def test_ctrl_c_to_torchrun_prints_one_line_from_rank_0_and_its_command_goes_on_bit_identically(tmp_path):
     code, out, err = run_torchrun('--nproc-per-node', '2', '-m', 'contrastive_nb.cli', 'train', *TWO,
@@ -99,11 +108,7 @@ def test_ctrl_c_to_torchrun_prints_one_line_from_rank_0_and_its_command_goes_on_
     proc, workers = start_torchrun('--nproc-per-node', '2', '-m', 'contrastive_nb.cli', 'train', *TWO,
                                    '--run-dir', 'stopped', cwd=tmp_path), []
     try:
-        deadline = time.monotonic() + 240
-        while latest_checkpoint(tmp_path / 'stopped') is None and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        workers = children(proc.pid)
-        assert proc.poll() is None and len(workers) == 2, "the run ended before the interrupt, or has no 2 workers"
+        workers = wait_for_first_checkpoint(proc, tmp_path / 'stopped')
         # Ctrl-C in a terminal: SIGINT to the foreground process group, torchrun's (its workers have sessions of
         # their own; the agent passes the signal on to them)
         os.killpg(os.getpgid(proc.pid), signal.SIGINT)
@@ -149,11 +154,7 @@ def test_a_worker_stopped_alone_leaves_one_line_from_rank_0_not_a_gloo_traceback
     proc, workers = start_torchrun('--nproc-per-node', '2', '-m', 'contrastive_nb.cli', 'train', *TWO,
                                    '--run-dir', 'alone', cwd=tmp_path), []
     try:
-        deadline = time.monotonic() + 240
-        while latest_checkpoint(tmp_path / 'alone') is None and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        workers = children(proc.pid)
-        assert proc.poll() is None and len(workers) == 2, "the run ended before the interrupt, or has no 2 workers"
+        workers = wait_for_first_checkpoint(proc, tmp_path / 'alone')
         os.kill(next(pid for pid in workers if rank_of(pid) == 1), signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
