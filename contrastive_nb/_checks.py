@@ -17,7 +17,7 @@ from torch import Tensor
 
 # %% auto #0
 __all__ = ['SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability', 'check_temperature',
-           'check_choice', 'check_tensor', 'check_indices', 'zip_damage']
+           'check_choice', 'check_bool', 'check_tensor', 'check_indices', 'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
 def check_int(
@@ -112,6 +112,16 @@ def check_choice(
     "`value` if it is one of `choices`, else a ValueError listing them."
     if isinstance(value, bool) or value not in tuple(choices):
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+# %% ../nbs/checks.ipynb #dd82108f
+def check_bool(
+    value, # the argument to check
+    name: str, # its name, for the message
+) -> bool: # `value` itself
+    "`value` if it is `True` or `False` (not 1, 'yes' or None), else a TypeError naming it."
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
     return value
 
 # %% ../nbs/checks.ipynb #84046c53
