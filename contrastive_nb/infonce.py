@@ -7,6 +7,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/infonce.html.md"""
 # %% ../nbs/03_infonce.ipynb #0ccee8b7
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable
 
@@ -16,13 +17,14 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 from tqdm import tqdm
 
-from ._checks import (check_choice, check_number, check_positive_int, check_seed,
-                                    check_temperature, check_tensor)
+from ._checks import (check_choice, check_int, check_number, check_positive_int,
+                                    check_seed, check_temperature, check_tensor)
 from .augment import AugmentationPolicy, augment_batch
+from .methods import Batch, MethodOptions, TwoViewMethod, register_method
 from .similarity import _unit
 
 # %% auto #0
-__all__ = ['REDUCTIONS', 'floor_at_zero', 'info_nce', 'nt_xent', 'train_on_pairs', 'train_simclr']
+__all__ = ['REDUCTIONS', 'floor_at_zero', 'info_nce', 'nt_xent', 'train_on_pairs', 'train_simclr', 'SimCLROptions', 'SimCLR']
 
 # %% ../nbs/03_infonce.ipynb #bf007a0c
 REDUCTIONS = ('mean', 'sum', 'none')
@@ -336,3 +338,24 @@ def train_simclr(
     parameters = [*encoder.parameters(), *head.parameters()]
     return train_on_pairs(simclr_loss, parameters, images, policy, epochs=epochs,
                           batch_size=batch_size, **{'desc': 'SimCLR', **options})
+
+# %% ../nbs/03_infonce.ipynb #587831b2
+@dataclasses.dataclass(frozen=True)
+class SimCLROptions(MethodOptions):
+    "SimCLR's own settings."
+    temperature: float = 0.2 # τ of NT-Xent
+    chunk_size: int = 0 # anchors per chunk of the loss, to save memory (0: all at once)
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    chunk_size=check_int(self.chunk_size, 'chunk_size', low=0))
+
+class SimCLR(TwoViewMethod):
+    "SimCLR (Chen et al. 2020): NT-Xent between the two views of every source in the batch."
+    Options = SimCLROptions
+
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        o = self.options
+        return nt_xent(z1, z2, temperature=o.temperature, chunk_size=o.chunk_size or None)
+
+register_method('simclr', SimCLR)

@@ -7,6 +7,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/memory_bank.html.md"""
 # %% ../nbs/05_memory_bank.ipynb #802e77e2
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pandas as pd
@@ -19,12 +20,14 @@ from ._checks import (
     check_temperature, check_tensor, check_seed)
 from .evaluate import embed
 from .infonce import info_nce
+from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
+                                    register_method)
 from .augment import AugmentationPolicy, augment_batch
 from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['momentum_blend', 'merge_duplicates', 'negative_indices', 'shared_negative_indices', 'MemoryBank', 'train_memory_bank',
-           'bank_staleness']
+           'MemoryBankOptions', 'MemoryBankMethod', 'build_memory_bank_method', 'bank_staleness']
 
 # %% ../nbs/05_memory_bank.ipynb #4f4bc1d1
 def momentum_blend(
@@ -271,6 +274,59 @@ def train_memory_bank(
                 if callback is not None:
                     callback(epoch * steps_per_epoch + step)
     return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
+
+# %% ../nbs/05_memory_bank.ipynb #f9d624d5
+@dataclasses.dataclass(frozen=True)
+class MemoryBankOptions(MethodOptions):
+    "The memory bank method's own settings."
+    temperature: float = 0.2 # τ of InfoNCE
+    k: int = 256 # negatives per step, drawn from the bank (one draw shared by the batch)
+    momentum: float = 0.5 # momentum m of the stored rows
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    k=check_positive_int(self.k, 'k'),
+                    momentum=check_probability(self.momentum, 'momentum'))
+
+class MemoryBankMethod(ContrastiveMethod):
+    "Instance discrimination against a memory bank: one view, its row and k others from the bank."
+    Options, n_views, per_process_state = MemoryBankOptions, 1, 'a memory bank'
+
+    def __init__(self, encoder: nn.Module, head: nn.Module, bank: MemoryBank,
+                 options: MemoryBankOptions):
+        super().__init__()
+        self.encoder, self.head, self.bank, self.options = encoder, head, bank, options
+        self._pending = None  # this step's rows and embeddings, written after the step
+
+    def loss(self, batch: Batch) -> Tensor:
+        query = self.embed(self.encoder, self.head, batch.views[0])
+        # Read before writing: positive and negatives must not contain this step's queries.
+        o, rows = self.options, batch.indices
+        negatives = self.bank.sample_shared_negatives(rows, o.k, batch.generator)
+        self._pending = (rows, query)
+        return info_nce(query, self.bank(rows), negatives, o.temperature)
+
+    def after_step(self) -> None:
+        rows, query = self._pending
+        self.bank.update(rows, query)
+        self._pending = None
+
+# %% ../nbs/05_memory_bank.ipynb #f90fa629
+def build_memory_bank_method(
+    encoder: nn.Module, # (B, 3, H, W) -> (B, F) features
+    head: nn.Module, # (B, F) -> (B, D) embeddings, the bank's rows
+    options: MemoryBankOptions, # the method's settings
+    setup: MethodSetup, # the run: n_train rows, the batch size, the width D, the seed
+) -> MemoryBankMethod: # with a fresh bank of seeded unit rows
+    "A memory-bank method for a run: one row per training image, negatives drawn outside the batch."
+    room = setup.n_train - setup.batch_size
+    if options.k > room:
+        raise ValueError(f"k ({options.k}) must be at most n_train − batch_size = {room}: "
+                         "negatives are drawn outside the batch")
+    bank = MemoryBank(setup.n_train, setup.embed_dim, options.momentum, seed=setup.seed)
+    return MemoryBankMethod(encoder, head, bank, options)
+
+register_method('memory_bank', build_memory_bank_method, MemoryBankOptions)
 
 # %% ../nbs/05_memory_bank.ipynb #b69b417d
 def bank_staleness(

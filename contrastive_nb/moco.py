@@ -8,6 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/moco.html.md"""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,10 +21,13 @@ from ._checks import (check_choice, check_positive_int, check_probability,
                                     check_seed, check_temperature, check_tensor)
 from .augment import AugmentationPolicy
 from .infonce import info_nce, train_on_pairs
+from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
+                                    register_method)
 from .similarity import l2_normalize
 
 # %% auto #0
-__all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'momentum_update', 'batch_statistics_only', 'MoCo', 'train_moco']
+__all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'momentum_update', 'batch_statistics_only', 'MoCo', 'MoCoOptions', 'build_moco',
+           'train_moco']
 
 # %% ../nbs/06_moco.ipynb #6ac298e7
 def _checked_keys(
@@ -184,8 +188,9 @@ def _check_views(view1, view2, bn_splits: int, like: Tensor | None) -> None:
                          "move them with .to(device)")
 
 # %% ../nbs/06_moco.ipynb #0f1c2d3e
-class MoCo(nn.Module):
+class MoCo(ContrastiveMethod):
     "MoCo: InfoNCE between a query encoder and its momentum copy, past keys as negatives."
+    per_process_state = 'a queue of keys'  # each process would enqueue its own keys
     def __init__(self,
                  encoder: nn.Module, # (B, ...) inputs -> (B, F) features; becomes the query encoder
                  head: nn.Module, # (B, F) -> (B, D) embeddings for the loss
@@ -218,7 +223,7 @@ class MoCo(nn.Module):
 
     def _encode(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
         "Embeddings of `x`, one forward pass per sub-batch: BatchNorm sees one at a time."
-        return torch.cat([head(encoder(part)) for part in x.tensor_split(self.bn_splits)])
+        return torch.cat([self.embed(encoder, head, part) for part in x.tensor_split(self.bn_splits)])
 
     @torch.no_grad()
     def _keys(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
@@ -255,6 +260,45 @@ class MoCo(nn.Module):
         losses = [self._query_loss(q, k, negatives, generator) for q, k in zip(queries, keys)]
         if self.training: self.queue.enqueue(torch.cat(keys))
         return sum(losses) / len(losses)
+
+    def loss(self, batch: Batch) -> Tensor:
+        "The method's loss (the `methods` protocol): `forward` of the batch's two views."
+        return self(batch.views[0], batch.views[1], batch.generator)
+
+# %% ../nbs/06_moco.ipynb #89ad2869
+@dataclasses.dataclass(frozen=True)
+class MoCoOptions(MethodOptions):
+    "MoCo's own settings."
+    temperature: float = 0.2 # τ of InfoNCE
+    queue_size: int = 4096 # K: negatives in the queue
+    momentum: float = 0.99 # momentum m of the key encoder
+    symmetric: bool = False # also view 2's queries against view 1's keys
+    bn_splits: int = 1 # shuffle-BN sub-batches
+
+    def __post_init__(self):
+        if not isinstance(self.symmetric, bool):
+            raise TypeError(f"symmetric must be True or False, got {self.symmetric!r}")
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    queue_size=check_positive_int(self.queue_size, 'queue_size'),
+                    momentum=check_probability(self.momentum, 'momentum'),
+                    bn_splits=check_positive_int(self.bn_splits, 'bn_splits'))
+
+def build_moco(
+    encoder: nn.Module, # becomes the query encoder
+    head: nn.Module, # the query head
+    options: MoCoOptions, # the method's settings
+    setup: MethodSetup, # the run: its batch size and seed
+) -> MoCo: # a MoCo model, queue seeded from the run's seed
+    "A MoCo model for a run of lesson 09's trainer."
+    if setup.batch_size < 2 * options.bn_splits:
+        raise ValueError(f"batch_size ({setup.batch_size}) must be at least 2 × bn_splits = "
+                         f"{2 * options.bn_splits}")
+    o = options
+    return MoCo(encoder, head, queue_size=o.queue_size, m=o.momentum,
+                temperature=o.temperature, symmetric=o.symmetric, bn_splits=o.bn_splits,
+                seed=setup.seed)
+
+register_method('moco', build_moco, MoCoOptions)
 
 # %% ../nbs/06_moco.ipynb #e47d216b
 def train_moco(
