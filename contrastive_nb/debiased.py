@@ -7,21 +7,25 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/debiased.html.md"""
 # %% ../nbs/08_debiased.ipynb #d491d67f
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._checks import check_choice, check_int, check_number, check_tensor
+from ._checks import (check_choice, check_int, check_number, check_temperature,
+                                    check_tensor)
 from .hard_negatives import importance_weighted_negatives
+from .methods import Batch, MethodOptions, TwoViewMethod, register_method
 from .infonce import (_check_options, _nt_xent_inputs, _reduce, _unit_rows,
                                     floor_at_zero)
 from .pairs import _as_ids
 
 # %% auto #0
 __all__ = ['FN_MODES', 'SUPCON_VARIANTS', 'debiased_nt_xent', 'hcl_loss', 'clamped_anchors', 'decoupled_nt_xent',
-           'detect_false_negatives', 'false_negative_loss', 'supcon_loss']
+           'detect_false_negatives', 'false_negative_loss', 'supcon_loss', 'DebiasedOptions', 'HCLOptions',
+           'SupConOptions', 'DebiasedSimCLR', 'HCLSimCLR', 'SupCon']
 
 # %% ../nbs/08_debiased.ipynb #33d71c1d
 def _views(z1, z2, temperature, reduction) -> tuple[Tensor, Tensor, Tensor, float | Tensor]:
@@ -219,3 +223,55 @@ def supcon_loss(
     if reduction == 'none':
         return losses.new_zeros(len(z)).index_put((rows[has],), losses)
     return _reduce(losses, reduction)
+
+# %% ../nbs/08_debiased.ipynb #52e25dac
+@dataclasses.dataclass(frozen=True)
+class DebiasedOptions(MethodOptions):
+    "The debiased method's own settings."
+    temperature: float = 0.2 # τ
+    tau_plus: float = 0.1 # class prior τ⁺: the chance that a negative shares the anchor's class
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    tau_plus=_check_tau_plus(self.tau_plus))
+
+@dataclasses.dataclass(frozen=True)
+class HCLOptions(DebiasedOptions):
+    "HCL's own settings: the debiased ones and the hardness."
+    beta: float = 1.0 # hardness β (0: the debiased loss)
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._store(beta=_check_beta(self.beta))
+
+@dataclasses.dataclass(frozen=True)
+class SupConOptions(MethodOptions):
+    "SupCon's own settings."
+    temperature: float = 0.2 # τ
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)))
+
+# %% ../nbs/08_debiased.ipynb #17f26101
+class DebiasedSimCLR(TwoViewMethod):
+    "SimCLR's two views with the debiased NT-Xent (Chuang et al. 2020)."
+    Options = DebiasedOptions
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        return debiased_nt_xent(z1, z2, self.options.temperature, self.options.tau_plus)
+
+class HCLSimCLR(TwoViewMethod):
+    "SimCLR's two views with HCL (Robinson et al. 2021): debiased, hard negatives weighted up."
+    Options = HCLOptions
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        o = self.options
+        return hcl_loss(z1, z2, o.temperature, o.tau_plus, o.beta)
+
+class SupCon(TwoViewMethod):
+    "Supervised contrastive (Khosla et al. 2020): every view of the same class is a positive."
+    Options = SupConOptions
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        labels = torch.cat([batch.labels, batch.labels])
+        return supcon_loss(torch.cat([z1, z2]), labels, self.options.temperature)
+
+for _name, _method in (('debiased', DebiasedSimCLR), ('hcl', HCLSimCLR), ('supcon', SupCon)):
+    register_method(_name, _method)

@@ -7,6 +7,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/hard_negatives.html.md"""
 # %% ../nbs/07_hard_negatives.ipynb #e87e846a
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -17,14 +18,15 @@ from ._checks import (check_choice, check_indices, check_int, check_number,
                                     check_tensor)
 from .infonce import (_check_two_views, _info_nce_inputs, _nt_xent_inputs, _reduce,
                                     floor_at_zero, info_nce)
+from .methods import Batch, MethodOptions, TwoViewMethod, register_method
 from .moco import MoCo, MoCoQueue, _check_views, _output_dim
 from .pairs import instance_ids, pair_masks
 from .similarity import _unit, l2_normalize
 
 # %% auto #0
 __all__ = ['top_k_negatives', 'semi_hard_negatives', 'random_negatives', 'false_negative_share', 'hard_negative_loss',
-           'in_batch_negatives', 'importance_weighted_negatives', 'importance_weighted_nt_xent', 'mix_hard_negatives',
-           'MoCHi', 'CrossBatchMemory', 'hardness_schedule']
+           'in_batch_negatives', 'HardNegativeOptions', 'HardNegativeSimCLR', 'importance_weighted_negatives',
+           'importance_weighted_nt_xent', 'mix_hard_negatives', 'MoCHi', 'CrossBatchMemory', 'hardness_schedule']
 
 # %% ../nbs/07_hard_negatives.ipynb #b48023e5
 def _similarity_and_mask(similarities, negative_mask) -> tuple[Tensor, Tensor]:
@@ -164,6 +166,31 @@ def in_batch_negatives(
     negative = pair_masks(instance_ids(n).to(z.device))[1]            # (2N, 2N)
     columns = negative.nonzero()[:, 1].view(2 * n, 2 * n - 2)          # each row's negatives
     return z, z.roll(n, 0), z[columns]
+
+# %% ../nbs/07_hard_negatives.ipynb #0dbeb506
+@dataclasses.dataclass(frozen=True)
+class HardNegativeOptions(MethodOptions):
+    "The hard-negative method's own settings."
+    temperature: float = 0.2 # τ
+    weight: float = 0.5 # weight of the hardest-negatives term
+    num_hard: int = 0 # hardest negatives per query (0: a quarter of them)
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    weight=check_probability(self.weight, 'weight'),
+                    num_hard=check_int(self.num_hard, 'num_hard', low=0))
+
+class HardNegativeSimCLR(TwoViewMethod):
+    "Two views of each source; in-batch negatives, the hardest of them weighted up."
+    Options = HardNegativeOptions
+
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        query, positive, negatives = in_batch_negatives(z1, z2)
+        o = self.options
+        return hard_negative_loss(query, positive, negatives, o.temperature, o.weight,
+                                  o.num_hard or None)
+
+register_method('hard_negative', HardNegativeSimCLR)
 
 # %% ../nbs/07_hard_negatives.ipynb #7443502d
 def _check_flag(value, name: str) -> bool:
