@@ -8,6 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/evaluate.html.md"""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +19,8 @@ from ._checks import (check_indices, check_number, check_positive_int, check_see
 from .similarity import l2_normalize
 
 # %% auto #0
-__all__ = ['embed', 'knn_predict', 'knn_accuracy', 'linear_probe', 'rank_of_positive', 'retrieval_metrics']
+__all__ = ['embed', 'knn_predict', 'knn_accuracy', 'linear_probe', 'first_relevant_rank', 'rank_of_positive', 'ranking_metrics',
+           'retrieval_metrics']
 
 # %% ../nbs/evaluate.ipynb #77376548
 def _device(device, default: torch.device) -> torch.device:
@@ -267,12 +269,9 @@ def linear_probe(
         raise ValueError(f"the probe diverged (NaN or inf weights) with lr={lr}; use a smaller lr")
     with torch.no_grad(): return (probe(x_test).argmax(1) == y_test).double().mean().item()
 
-# %% ../nbs/evaluate.ipynb #37bc92f4
-def rank_of_positive(
-    scores: Tensor, # (Q, K) similarity of every query with every key; higher is more alike
-    positive: Tensor, # (Q,) index of each query's positive key
-) -> Tensor: # (Q,) ranks from 1 (best) to K
-    "Rank of each query's positive: 1 + the number of other keys scoring at least as high."
+# %% ../nbs/evaluate.ipynb #846d561a
+def _check_scores(scores) -> Tensor:
+    "A (Q, N) real score matrix without NaN and with N >= 1 when Q >= 1, or a clear error."
     check_tensor(scores, 'scores', ndim=2)
     if scores.dtype == torch.bool or scores.is_complex():
         raise TypeError(f"scores must be real numbers, got {scores.dtype}")
@@ -280,21 +279,78 @@ def rank_of_positive(
         raise ValueError("scores contain NaN: a NaN cannot be ranked")
     if scores.shape[1] == 0 and len(scores):
         raise ValueError(f"scores has no keys (shape {tuple(scores.shape)}): there is nothing to "
-                         "rank a positive among; give at least one key per query")
+                         "rank among; give at least one key (document) per query")
+    return scores
+
+def first_relevant_rank(
+    scores: Tensor, # (Q, N) every query's score for every document; higher ranks first
+    relevant: Tensor, # (Q, N) bool: True where document j is relevant to query i; >= 1 per row
+) -> Tensor: # (Q,) int64 rank, 1 (top) to N, of each query's best-ranked relevant document
+    "Rank of each query's first relevant document: 1 + irrelevant ones scoring at least as high."
+    scores = _check_scores(scores)
+    check_tensor(relevant, 'relevant', ndim=2)
+    if relevant.dtype != torch.bool:
+        raise TypeError(f"relevant must be a boolean mask, got {relevant.dtype}; build one with a "
+                        "comparison, e.g. query_ids[:, None] == key_ids[None, :]")
+    if relevant.shape != scores.shape:
+        raise ValueError(f"relevant must have the shape of scores, {tuple(scores.shape)}, "
+                         f"got {tuple(relevant.shape)}")
+    relevant = relevant.to(scores.device)
+    if len(scores) == 0: return torch.zeros(0, dtype=torch.long, device=scores.device)
+    lonely = ~relevant.any(1)
+    if lonely.any():
+        i = int(lonely.nonzero()[0])
+        raise ValueError(f"relevant[{i}] is all False: query {i} has no relevant document, so its "
+                         "rank is undefined")
+    low = -torch.inf if scores.is_floating_point() else torch.iinfo(scores.dtype).min
+    best = scores.masked_fill(~relevant, low).amax(1, keepdim=True)  # (Q, 1) best relevant score
+    # Ties count against the query: an irrelevant document scoring the same ranks first.
+    return 1 + ((scores >= best) & ~relevant).sum(1)
+
+# %% ../nbs/evaluate.ipynb #41243652
+def rank_of_positive(
+    scores: Tensor, # (Q, K) similarity of every query with every key; higher is more alike
+    positive: Tensor, # (Q,) index of each query's positive key
+) -> Tensor: # (Q,) int64 ranks from 1 (best) to K
+    "Rank of each query's positive: 1 + the number of other keys scoring at least as high."
+    scores = _check_scores(scores)
     positive = check_indices(positive, 'positive', scores.shape[1]).to(scores.device)
     if len(positive) != len(scores):
         raise ValueError(f"positive must have shape ({len(scores)},), one key per query, "
                          f"got {tuple(positive.shape)}")
-    # Ties count against the query; the positive itself is counted once: that is the 1.
-    return (scores >= scores.gather(1, positive[:, None])).sum(1)
+    relevant = torch.zeros(scores.shape, dtype=torch.bool, device=scores.device)
+    return first_relevant_rank(scores, relevant.scatter_(1, positive[:, None], True))
 
+# %% ../nbs/evaluate.ipynb #fff15df4
+def _cutoffs(ks) -> tuple[int, ...]:
+    "A non-empty tuple (or list) of positive int cut-offs, as a tuple; else a clear error."
+    if not isinstance(ks, (tuple, list)) or not ks:
+        raise TypeError(f"ks must be a non-empty tuple of cut-offs, got {ks!r}")
+    return tuple(check_positive_int(k, 'ks') for k in ks)
+
+def ranking_metrics(
+    ranks: Tensor, # (Q,) integer rank, from 1, of each query's first relevant document
+    ks: Sequence[int] = (1, 5, 10), # cut-offs for recall@k
+) -> dict[str, float]: # 'recall@k' for each k (share with a hit in the top k), 'MRR', 'mean_rank'
+    "Recall@k (a relevant document in the top k), mean reciprocal rank and mean rank over queries."
+    check_tensor(ranks, 'ranks', ndim=1, dtype='int', nonempty=True)
+    if (ranks < 1).any(): raise ValueError("ranks start at 1; got a rank below 1")
+    ks = _cutoffs(ks)
+    r = ranks.double()
+    out = {f'recall@{k}': (r <= k).double().mean().item() for k in ks}
+    out['MRR'] = (1 / r).mean().item()
+    out['mean_rank'] = r.mean().item()
+    return out
+
+# %% ../nbs/evaluate.ipynb #37bc92f4
 def retrieval_metrics(
     queries: Tensor, # (Q, D) query embeddings
     keys: Tensor, # (K, D) key embeddings
     positive: Tensor | None = None, # (Q,) each query's positive key; default: key i
     chunk_size: int = 1024, # queries compared at once (bounds memory, not the result)
-) -> dict[str, float]: # 'top1', 'top5' (fractions), 'mean_rank' (1 is best)
-    "Rank of each query's positive key among all keys by cosine: top-1, top-5 and mean rank."
+    ks: Sequence[int] = (1, 5), # cut-offs for recall@k
+) -> dict[str, float]: # 'recall@k' for each k, 'MRR', 'mean_rank', as `ranking_metrics`
+    "Rank of each query's positive key among all keys by cosine, summarised: recall@k, MRR."
     queries, keys = _features(queries, 'queries'), _features(keys, 'keys')
     if queries.shape[1] != keys.shape[1]:
         raise ValueError(f"queries and keys must have the same number of features, "
@@ -309,13 +365,12 @@ def retrieval_metrics(
         raise ValueError(f"positive must have shape ({len(queries)},), one key per query, "
                          f"got {tuple(positive.shape)}")
     chunk_size = check_positive_int(chunk_size, 'chunk_size')
+    ks = _cutoffs(ks)  # checked before any work
     queries = _normalized_rows(queries, 'queries')
     keys = _normalized_rows(keys.to(queries.device), 'keys')
     dtype = torch.promote_types(queries.dtype, keys.dtype)
     queries, keys = queries.to(dtype), keys.to(dtype)
     chunks = zip(queries.split(chunk_size), positive.split(chunk_size))
     # Cosines are dot products of unit vectors.
-    ranks = torch.cat([rank_of_positive(q @ keys.mT, p) for q, p in chunks]).double()
-    return {'top1': (ranks <= 1).double().mean().item(),
-            'top5': (ranks <= 5).double().mean().item(),
-            'mean_rank': ranks.mean().item()}
+    ranks = torch.cat([rank_of_positive(q @ keys.mT, p) for q, p in chunks])
+    return ranking_metrics(ranks, ks)

@@ -353,10 +353,15 @@ def _evaluate():
         'linear_probe': [Case(e.linear_probe, dict(train_features=feats(), train_labels=labels,
                                                    test_features=feats(3, seed=1), test_labels=labels[:3], epochs=3,
                                                    lr=0.01, weight_decay=1e-4, batch_size=4, seed=0))],
+        'first_relevant_rank': [Case(e.first_relevant_rank,
+                                     dict(scores=feats(3, 5), relevant=torch.tensor([0, 1, 2])[:, None]
+                                          == torch.tensor([0, 1, 2, 0, 1])[None, :]))],
         'rank_of_positive': [Case(e.rank_of_positive, dict(scores=feats(3, 5), positive=torch.tensor([0, 4, 2])),
                                   indices=('positive',))],
+        'ranking_metrics': [Case(e.ranking_metrics, dict(ranks=torch.tensor([1, 3, 12]), ks=(1, 5)))],
         'retrieval_metrics': [Case(e.retrieval_metrics, dict(queries=feats(3), keys=feats(5, seed=1),
-                                                             positive=torch.tensor([0, 4, 2]), chunk_size=2),
+                                                             positive=torch.tensor([0, 4, 2]), chunk_size=2,
+                                                             ks=(1, 3)),
                                    indices=('positive',))],
     }
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from contrastive_nb.evaluate import embed, knn_accuracy, knn_predict, linear_probe, rank_of_positive, retrieval_metrics
+from contrastive_nb.evaluate import (embed, first_relevant_rank, knn_accuracy, knn_predict, linear_probe,
+                                    rank_of_positive, ranking_metrics, retrieval_metrics)
 
 def gen(seed: int) -> torch.Generator: return torch.Generator().manual_seed(seed)
 
@@ -334,16 +335,18 @@ def test_retrieval_hand_computed_example():
     # cosines of query 1 with keys: 0, 0.196, 0.995, 0.707 -> its positive (key 1) ranks 3rd
     pos = torch.tensor([0, 1, 3])
     m = retrieval_metrics(q, k, pos)
-    assert m == {'top1': 2 / 3, 'top5': 1.0, 'mean_rank': pytest.approx(5 / 3)}
+    assert m == {'recall@1': 2 / 3, 'recall@5': 1.0, 'MRR': pytest.approx(7 / 9), 'mean_rank': pytest.approx(5 / 3)}
     # by default key i is query i's positive: query 2's key 2 (cosine 0.774) is beaten by keys 1 and 3
-    assert retrieval_metrics(q, k) == {'top1': 1 / 3, 'top5': 1.0, 'mean_rank': pytest.approx((1 + 3 + 3) / 3)}
+    assert retrieval_metrics(q, k) == {'recall@1': 1 / 3, 'recall@5': 1.0, 'MRR': pytest.approx(5 / 9),
+                                       'mean_rank': pytest.approx((1 + 3 + 3) / 3)}
 
 def test_retrieval_ties_are_pessimistic():
     q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     k = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]])  # key 2 ties query 0's positive exactly
     assert rank_of_positive(q @ k.T / k.norm(dim=1), torch.tensor([0, 1])).tolist() == [2, 1]
     assert retrieval_metrics(q, k)['mean_rank'] == 1.5
-    assert retrieval_metrics(torch.ones(3, 4), torch.ones(5, 4)) == {'top1': 0.0, 'top5': 1.0, 'mean_rank': 5.0}
+    assert retrieval_metrics(torch.ones(3, 4), torch.ones(5, 4)) == {'recall@1': 0.0, 'recall@5': 1.0, 'MRR': pytest.approx(0.2),
+                                                                     'mean_rank': 5.0}
 
 def brute_force_ranks(queries, keys, positive):
     "Sort every key by cosine (float64) and find the positive's 1-based position."
@@ -361,17 +364,92 @@ def test_retrieval_matches_brute_force(seed, chunk_size):
     pos = torch.randint(55, (40,), generator=g)
     ranks = brute_force_ranks(q, k, pos)
     m = retrieval_metrics(q, k, pos, chunk_size=chunk_size)
-    assert m['top1'] == pytest.approx((ranks == 1).double().mean().item())
-    assert m['top5'] == pytest.approx((ranks <= 5).double().mean().item())
+    assert m['recall@1'] == pytest.approx((ranks == 1).double().mean().item())
+    assert m['recall@5'] == pytest.approx((ranks <= 5).double().mean().item())
+    assert m['MRR'] == pytest.approx((1 / ranks).mean().item())
     assert m['mean_rank'] == pytest.approx(ranks.mean().item())
     diag = brute_force_ranks(q, k, torch.arange(40))
     assert retrieval_metrics(q, k)['mean_rank'] == pytest.approx(diag.mean().item())
 
 def test_retrieval_identity_and_random_baseline():
     x = torch.randn(200, 16, generator=gen(3))
-    assert retrieval_metrics(x, x) == {'top1': 1.0, 'top5': 1.0, 'mean_rank': 1.0}
+    assert retrieval_metrics(x, x) == {'recall@1': 1.0, 'recall@5': 1.0, 'MRR': 1.0, 'mean_rank': 1.0}
     m = retrieval_metrics(x, torch.randn(200, 16, generator=gen(4)))
     assert 70 < m['mean_rank'] < 130  # random keys: about (K + 1) / 2
+
+# --- first relevant rank, ranking metrics -------------------------------------------------------------------------
+
+def rank_by_sorting(scores, relevant):
+    "Brute force: sort one row (ties: irrelevant first), the 1-based place of the first relevant document."
+    ranks = []
+    for row, rel in zip(scores.tolist(), relevant.tolist()):
+        order = sorted(range(len(row)), key=lambda j: (-row[j], rel[j]))
+        ranks.append(1 + next(n for n, j in enumerate(order) if rel[j]))
+    return ranks
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_first_relevant_rank_against_sorting_with_many_ties(seed):
+    g = gen(seed)
+    scores = torch.randint(0, 5, (40, 25), generator=g).double()
+    q, c = torch.randint(0, 6, (40,), generator=g), torch.arange(25) % 6
+    relevant = q[:, None] == c[None, :]
+    ranks = first_relevant_rank(scores, relevant)
+    assert ranks.dtype == torch.int64 and ranks.tolist() == rank_by_sorting(scores, relevant)
+    assert first_relevant_rank(scores.long(), relevant).tolist() == ranks.tolist()  # integer scores too
+    m = ranking_metrics(ranks, ks=(1, 3, 10))
+    for k in (1, 3, 10):
+        assert math.isclose(m[f'recall@{k}'], sum(r <= k for r in ranks.tolist()) / 40)
+    assert math.isclose(m['MRR'], sum(1 / r for r in ranks.tolist()) / 40)
+    assert math.isclose(m['mean_rank'], sum(ranks.tolist()) / 40)
+
+def test_first_relevant_rank_ties_count_against_the_query():
+    scores = torch.tensor([[0.5, 0.5, 0.1, 0.5], [2.0, 1.0, 1.0, 0.0]])
+    assert first_relevant_rank(scores, torch.tensor([[False, True, False, False],
+                                                     [False, False, True, False]])).tolist() == [3, 3]
+    # relevant documents tied with each other do not push each other down
+    assert first_relevant_rank(scores, torch.tensor([[True, True, False, True],
+                                                     [False, True, True, False]])).tolist() == [1, 2]
+    # a collapsed scorer: every query gets the worst rank its irrelevant documents allow
+    flat = torch.zeros(3, 6)
+    assert first_relevant_rank(flat, torch.eye(3, 6, dtype=torch.bool)).tolist() == [6, 6, 6]
+    # one True per row is rank_of_positive
+    assert rank_of_positive(scores, torch.tensor([1, 2])).tolist() == [3, 3]
+
+def test_first_relevant_rank_infinite_scores_and_no_queries():
+    inf = torch.tensor([[math.inf, 0.0, math.inf], [-math.inf, -math.inf, 0.0]])
+    rel = torch.tensor([[False, False, True], [True, False, False]])
+    assert first_relevant_rank(inf, rel).tolist() == [2, 3]
+    assert first_relevant_rank(torch.zeros(0, 4), torch.zeros(0, 4, dtype=torch.bool)).shape == (0,)
+
+@pytest.mark.parametrize('call,error,match', [
+    (lambda s, r: first_relevant_rank(s, r.long()), TypeError, 'relevant must be a boolean mask'),
+    (lambda s, r: first_relevant_rank(s, r[:2]), ValueError, r'relevant must have the shape of scores, \(3, 4\)'),
+    (lambda s, r: first_relevant_rank(s, r & False), ValueError, r'relevant\[0\] is all False'),
+    (lambda s, r: first_relevant_rank(s.index_fill(0, torch.tensor([1]), math.nan), r), ValueError, 'NaN'),
+    (lambda s, r: first_relevant_rank(s > 0, r), TypeError, 'scores must be real'),
+    (lambda s, r: first_relevant_rank(s[0], r), ValueError, 'scores must have 2 dimensions'),
+    (lambda s, r: first_relevant_rank(s.tolist(), r), TypeError, 'scores must be a torch.Tensor'),
+    (lambda s, r: first_relevant_rank(s[:, :0], r[:, :0]), ValueError, 'scores has no keys'),
+    (lambda s, r: ranking_metrics(torch.tensor([0, 1])), ValueError, 'ranks start at 1'),
+    (lambda s, r: ranking_metrics(torch.tensor([1.0])), TypeError, 'ranks must have an integer dtype'),
+    (lambda s, r: ranking_metrics(torch.tensor([], dtype=torch.long)), ValueError, 'ranks is empty'),
+    (lambda s, r: ranking_metrics(torch.tensor([1]), ks=5), TypeError, 'ks must be a non-empty tuple'),
+    (lambda s, r: ranking_metrics(torch.tensor([1]), ks=()), TypeError, 'ks must be a non-empty tuple'),
+    (lambda s, r: ranking_metrics(torch.tensor([1]), ks=(1, 0)), ValueError, 'ks'),
+    (lambda s, r: retrieval_metrics(torch.randn(3, 2), torch.randn(3, 2), ks='1'), TypeError, 'ks must be'),
+])
+def test_ranking_bad_inputs(call, error, match):
+    s = torch.randn(3, 4, generator=gen(6))
+    r = torch.eye(3, 4, dtype=torch.bool)
+    with pytest.raises(error, match=match): call(s, r)
+
+def test_ranking_metrics_cutoffs_and_retrieval_ks():
+    m = ranking_metrics(torch.tensor([1, 3, 12, 2]), ks=[2, 20])  # a list works too
+    assert m == {'recall@2': 0.5, 'recall@20': 1.0, 'MRR': pytest.approx((1 + 1 / 3 + 1 / 12 + 1 / 2) / 4),
+                 'mean_rank': 4.5}
+    q, k = torch.randn(6, 3, generator=gen(9)), torch.randn(8, 3, generator=gen(10))
+    ranks = rank_of_positive(q @ k.T / k.norm(dim=1), torch.arange(6))
+    assert retrieval_metrics(q, k, ks=(1, 2, 8)) == pytest.approx(ranking_metrics(ranks, (1, 2, 8)))
 
 def test_rank_of_positive_refuses_nan():
     with pytest.raises(ValueError, match='NaN'): rank_of_positive(torch.tensor([[float('nan'), 1.0]]), torch.tensor([0]))
