@@ -35,8 +35,7 @@ from .training import CheckpointError, save_checkpoint
 # %% auto #0
 __all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'tokenize', 'hashed_ngrams', 'TextEncoder',
            'split_by_message', 'paraphrase_tickets', 'char_ngram_jaccard', 'near_duplicates', 'lexical_scores',
-           'first_relevant_rank', 'ranking_metrics', 'bootstrap_ci', 'mnrl_loss', 'mine_hard_negatives',
-           'train_text_encoder', 'TicketSearch']
+           'bootstrap_ci', 'mnrl_loss', 'mine_hard_negatives', 'train_text_encoder', 'TicketSearch']
 
 # %% ../nbs/11_text_retrieval.ipynb #b3c55730
 def _ranges(codes) -> str:
@@ -331,41 +330,6 @@ def lexical_scores(
     return torch.tensor((vec.transform(queries) @ w.T).toarray())
 
 # %% ../nbs/11_text_retrieval.ipynb #0a646557
-def first_relevant_rank(
-    scores: Tensor, # (Q, K) score of every query against every document, higher is better
-    query_labels: Tensor, # (Q,) problem of each query
-    corpus_labels: Tensor, # (K,) problem of each document; same label = relevant
-) -> Tensor: # (Q,) int64 rank (1 = top) of each query's best-ranked relevant document
-    "Rank of the first relevant document: 1 + the irrelevant ones scoring at least as high."
-    check_tensor(scores, 'scores', ndim=2, dtype='float', nonempty=True)
-    if scores.isnan().any(): raise ValueError("scores contain NaN: a NaN cannot be ranked")
-    q = _check_labels(query_labels, scores.shape[0], 'query_labels').to(scores.device)
-    c = _check_labels(corpus_labels, scores.shape[1], 'corpus_labels').to(scores.device)
-    relevant = q[:, None] == c[None, :]
-    lonely = ~relevant.any(1)
-    if lonely.any():
-        i = int(lonely.nonzero()[0])
-        raise ValueError(f"query_labels[{i}] = {int(q[i])} has no relevant document: no "
-                         "corpus_labels entry equals it")
-    best = scores.masked_fill(~relevant, -math.inf).amax(1)      # best relevant score
-    # Ties count against the query: an irrelevant document scoring the same ranks first.
-    return 1 + ((scores >= best[:, None]) & ~relevant).sum(1)
-
-def ranking_metrics(
-    ranks: Tensor, # (Q,) rank of each query's first relevant document, from `first_relevant_rank`
-    ks: tuple[int, ...] = (1, 5, 10), # cut-offs for recall@k
-) -> dict[str, float]: # 'recall@k' for each k (share of queries with a hit in the top k), 'MRR'
-    "Recall@k (a relevant document in the top k) and mean reciprocal rank over queries."
-    check_tensor(ranks, 'ranks', ndim=1, dtype='int', nonempty=True)
-    if (ranks < 1).any(): raise ValueError("ranks start at 1; got a rank below 1")
-    if not isinstance(ks, tuple) or not ks:
-        raise TypeError(f"ks must be a non-empty tuple of cut-offs, got {ks!r}")
-    ks = tuple(check_positive_int(k, 'ks') for k in ks)
-    r = ranks.double()
-    out = {f'recall@{k}': (r <= k).double().mean().item() for k in ks}
-    out['MRR'] = (1 / r).mean().item()
-    return out
-
 def bootstrap_ci(
     values, # (Q,) one number per query (a hit 0/1, a reciprocal rank, a paired difference)
     n_boot: int = 2000, # bootstrap resamples of the queries

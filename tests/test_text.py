@@ -1,5 +1,5 @@
-"""Tests of contrastive_nb.text beyond the lesson's own asserts: brute-force metrics, the loss mask,
-determinism, the leak check and the search round trip."""
+"""Tests of contrastive_nb.text beyond the lesson's own asserts: the bootstrap interval, the loss mask,
+determinism, the leak check and the search round trip (the ranking metrics are in test_evaluate.py)."""
 import math
 import random
 import re
@@ -228,23 +228,6 @@ def test_mine_hard_negatives_label_check():
 
 
 # --- metrics ----------------------------------------------------------------------------------------
-
-def test_ranks_and_metrics_against_brute_force():
-    g = torch.Generator().manual_seed(4)
-    scores = torch.randint(0, 5, (40, 25), generator=g).double()
-    q = torch.randint(0, 6, (40,), generator=g)
-    c = torch.arange(25) % 6
-    ranks = T.first_relevant_rank(scores, q, c)
-    for i in range(40):
-        order = sorted(range(25), key=lambda j: (-scores[i, j].item(), c[j] == q[i]))
-        assert ranks[i] == 1 + next(n for n, j in enumerate(order) if c[j] == q[i])
-    m = T.ranking_metrics(ranks, ks=(1, 3, 10))
-    for k in (1, 3, 10):
-        hits = [any(c[j] == q[i] for j in sorted(range(25), key=lambda j: (
-            -scores[i, j].item(), c[j] == q[i]))[:k]) for i in range(40)]
-        assert math.isclose(m[f'recall@{k}'], np.mean(hits))
-    assert math.isclose(m['MRR'], np.mean([1 / r for r in ranks.tolist()]))
-
 
 def test_bootstrap_ci_covers_and_is_seeded():
     values = np.random.default_rng(0).random(200)
