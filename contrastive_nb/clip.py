@@ -23,6 +23,7 @@ from ._checks import (check_choice, check_indices, check_int, check_number,
 from .augment import (AugmentationPolicy, _check_generator, _check_range,
                                     _image_batch, _resized_crop, augment_batch, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
+from .evaluate import first_relevant_rank, ranking_metrics
 from .infonce import (REDUCTIONS, _check_options, _loss_value, _reduce,
                                     floor_at_zero, info_nce)
 from .models import ProjectionHead, SmallCNN
@@ -500,6 +501,6 @@ def recall_at_k(
         raise ValueError(f"query_ids[{row}] = {int(qi[row])} occurs nowhere in key_ids: that query "
                          "has no relevant key, and its recall is undefined")
     q, k = _unit(q.float(), 'queries'), _unit(k.float(), 'keys').to(q.device)
-    top = (q @ k.T).topk(max(ks), dim=1).indices             # (Q, max k) best keys first
-    hits = relevant.to(q.device).gather(1, top).cumsum(1) > 0  # a hit within the first j + 1
-    return {c: hits[:, c - 1].double().mean().item() for c in ks}
+    # The course's one ranking (evaluate): ties count against the query.
+    recall = ranking_metrics(first_relevant_rank(q @ k.T, relevant.to(q.device)), ks)
+    return {c: recall[f'recall@{c}'] for c in ks}

@@ -232,6 +232,25 @@ def test_recall_at_k_against_brute_force():
     # one id per pair: recall@1 of identical sets is 1 (exactly: a mean of 50 ones in float64)
     assert recall_at_k(q, q, torch.arange(50), torch.arange(50), (1,))[1] == 1.0
 
+def test_recall_at_k_ties_count_against_the_query():
+    "A relevant key tied with an irrelevant one ranks behind it, wherever it sits in the list (topk used the order)."
+    g = torch.Generator().manual_seed(9)
+    # three directions, each key a power-of-two multiple of one: equal unit vectors, exact ties
+    directions = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    q = directions[torch.randint(3, (30,), generator=g)]
+    k = directions[torch.randint(3, (40,), generator=g)] * 2.0 ** torch.randint(3, (40, 1), generator=g)
+    qi, ki = torch.randint(3, (30,), generator=g), torch.arange(40) % 3
+    cos = (F.normalize(q, dim=1) @ F.normalize(k, dim=1).T).tolist()
+    got = recall_at_k(q, k, qi, ki, (1, 2, 5))
+    for cut in (1, 2, 5):
+        hits = []
+        for i in range(30):  # sort with irrelevant keys first among equal cosines
+            order = sorted(range(40), key=lambda j: (-cos[i][j], bool(ki[j] == qi[i])))
+            hits.append(any(ki[j] == qi[i] for j in order[:cut]))
+        assert math.isclose(got[cut], float(np.mean(hits)))
+    tied = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    assert recall_at_k(tied[:1], tied, torch.tensor([0]), torch.tensor([0, 1, 1]), (1, 2)) == {1: 0.0, 2: 1.0}
+
 # --- training ---------------------------------------------------------------------------------------------------
 
 def tiny_run(**options):
