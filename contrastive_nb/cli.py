@@ -22,18 +22,21 @@ from pathlib import Path
 import torch
 from torch import distributed as dist
 
-from . import distributed as _distributed  # registers simclr_global (lesson 10)
+from .augment import AugmentationPolicy
 from .data import DatasetNotFoundError
-from .training import (TrainConfig, Trainer, check_run_dir, latest_checkpoint,
-                                     load_latest_checkpoint, resume, world)
+from .methods import method_names, method_spec
+from .training import (TRAIN_POLICY, TrainConfig, Trainer, check_run_dir,
+                                     latest_checkpoint, load_latest_checkpoint, resume, world)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']
 
 # %% ../nbs/cli.ipynb #67df260b
-def option_help() -> dict[str, str]:
-    "Each `TrainConfig` setting's comment from its source line (empty where there is none)."
-    try: source = inspect.getsource(TrainConfig)
+def option_help(
+    cls: type = TrainConfig, # a dataclass of settings
+) -> dict[str, str]: # field name -> the comment on its line ('' where there is none)
+    "Each setting's comment from its source line (empty where there is none)."
+    try: source = inspect.getsource(cls)
     except (OSError, TypeError): return {}  # no source (a frozen application): no comments
     found = re.findall(r'^    (\w+): [^=]+= .*?# (.+)$', source, flags=re.MULTILINE)
     return dict(found)
@@ -47,9 +50,28 @@ def _bool(text: str) -> bool:
     if low in ('false', 'no', '0', 'off'): return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
+def _add_settings(group, cls: type, defaults, table: str = '') -> None:
+    "One option per field of `cls`, typed by its default's type (a tuple: that many numbers)."
+    comments, prefix = option_help(cls), f"{table}." if table else ''
+    if cls is TrainConfig: comments['method'] = comments['method'].replace(
+        'method_names()', ', '.join(method_names()))
+    for f in dataclasses.fields(cls):
+        if f.name in ('options', 'augment') and cls is TrainConfig: continue  # the tables
+        default = getattr(defaults, f.name)
+        kind = type(default)
+        shown = str(default).lower() if kind is bool else repr(default)
+        extra = dict(nargs=len(default), type=float) if kind is tuple else dict(
+            type={bool: _bool, int: int, float: float}.get(kind, str))
+        metavar = {bool: 'BOOL', int: 'INT', float: 'FLOAT', tuple: 'FLOAT'}.get(kind, 'TEXT')
+        text = f"{comments.get(f.name, '')} (default: {shown})".replace('%', '%%')
+        group.add_argument('--' + prefix + f.name.replace('_', '-'), dest=prefix + f.name,
+                           metavar=metavar, default=argparse.SUPPRESS, help=text, **extra)
+
 # %% ../nbs/cli.ipynb #c189fc1c
-def build_parser() -> argparse.ArgumentParser: # `contrastive-nb` with `train` and `evaluate`
-    "The command line: one option per `TrainConfig` setting, each shown with its default."
+def build_parser(
+    method: str = 'simclr', # whose options `train` lists: a method's name or FILE.py:CLASS
+) -> argparse.ArgumentParser: # `contrastive-nb` with `train` and `evaluate`
+    "The command line: one option per setting, the method's own as `--options.NAME`."
     parser = argparse.ArgumentParser(
         prog='contrastive-nb', description="Train and evaluate contrastive encoders.")
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
@@ -64,15 +86,15 @@ def build_parser() -> argparse.ArgumentParser: # `contrastive-nb` with `train` a
     train.add_argument('--resume', metavar='RUN_DIR',
                        help="continue a run from its newest checkpoint, with its saved settings "
                             "(with --epochs N: extend a finished run to N epochs)")
-    comments = option_help()
     settings = train.add_argument_group('settings (each also a key of the --config file)')
-    for f in dataclasses.fields(TrainConfig):
-        kind = {'bool': _bool, 'int': int, 'float': float}.get(str(f.type), str)
-        metavar = {'bool': 'BOOL', 'int': 'INT', 'float': 'FLOAT'}.get(str(f.type), 'TEXT')
-        default = str(f.default).lower() if isinstance(f.default, bool) else repr(f.default)
-        text = f"{comments.get(f.name, '')} (default: {default})".replace('%', '%%')
-        settings.add_argument(_option(f.name), dest=f.name, type=kind, metavar=metavar,
-                              default=argparse.SUPPRESS, help=text)
+    _add_settings(settings, TrainConfig, TrainConfig)  # the class holds the defaults
+    spec = method_spec(method)
+    policy = train.add_argument_group('augmentation (the [augment] table of a --config file)')
+    _add_settings(policy, AugmentationPolicy, TRAIN_POLICY, 'augment')
+    options = train.add_argument_group(
+        f"options of method {method!r} (the [options] table; other methods': --method NAME "
+        f"--help, NAME one of {', '.join(method_names())} or FILE.py:CLASS)")
+    _add_settings(options, spec.options, spec.options(), 'options')
     evaluate = commands.add_parser('evaluate', help="kNN accuracy of a run's newest checkpoint",
                                    description="Report the validation and test kNN accuracy "
                                                "of a run's newest checkpoint.")
@@ -113,8 +135,34 @@ def read_config_file(
 
 # %% ../nbs/cli.ipynb #03a67d82
 def _settings(args: argparse.Namespace) -> dict:
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    return {k: v for k, v in vars(args).items() if k in names}
+    "The settings typed on the command line, as `TrainConfig.from_dict` reads them."
+    names, given = {f.name for f in dataclasses.fields(TrainConfig)}, {}
+    for key, value in vars(args).items():
+        table, dot, name = key.partition('.')
+        if dot: given.setdefault(table, {})[name] = value
+        elif key in names: given[key] = value
+    return given
+
+def _merge(values: dict, given: dict) -> dict:
+    "The file's settings overridden by the options, table by table for [augment] and [options]."
+    merged = {**values, **given}
+    for table in ('augment', 'options'):
+        if isinstance(values.get(table), dict) and table in given:
+            merged[table] = {**values[table], **given[table]}
+    return merged
+
+def _method_of(argv: list[str]) -> str:
+    "The method whose options to offer: --method, else the --config file's, else 'simclr'."
+    first = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    first.add_argument('--method')
+    first.add_argument('--config')
+    known, _ = first.parse_known_args(argv)
+    if known.method: return known.method
+    if known.config:
+        try: values = read_config_file(known.config)
+        except (OSError, TypeError, ValueError): return 'simclr'  # the second pass says why
+        if isinstance(values.get('method'), str): return values['method']
+    return 'simclr'
 
 def _train(args: argparse.Namespace) -> dict:
     given = _settings(args)
@@ -125,7 +173,7 @@ def _train(args: argparse.Namespace) -> dict:
                              f"options but --epochs, to extend a finished run (got {others})")
         return resume(args.resume, given.get('epochs')).report()
     values = read_config_file(args.config) if args.config else {}
-    config = TrainConfig.from_dict({**values, **given})  # every check runs before any work
+    config = TrainConfig.from_dict(_merge(values, given))  # every check runs before any work
     run_dir = [args.run_dir or str(Path('runs') / f"{config.method}-{config.dataset}-"
                                                    f"{time.strftime('%Y%m%d-%H%M%S')}")]
     if world()[0] > 1: dist.broadcast_object_list(run_dir, 0)  # rank 0's clock names the run
@@ -188,7 +236,13 @@ def main(
     if argv is not None and (isinstance(argv, str) or not all(isinstance(a, str) for a in argv)):
         raise TypeError(f"argv must be a list of strings such as ['train', '--epochs', '2'], "
                         f"got {argv!r}")
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try: parser = build_parser(_method_of(argv))  # the second pass knows the method's options
+    except (TypeError, ValueError) as e:  # an unknown method, a method file that fails
+        if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
+        print(f"contrastive-nb: error: {e}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     joined = args.command == 'train' and _join_torchrun()
     # torchrun's agent stops its workers with SIGTERM (after a Ctrl-C, say): the same as Ctrl-C
     if joined: signal.signal(signal.SIGTERM, _raise_interrupt)

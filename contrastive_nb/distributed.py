@@ -7,6 +7,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/distributed.html.md"""
 # %% ../nbs/10_distributed.ipynb #436a1577
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import pickle
@@ -25,17 +26,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_tensor, check_seed)
+                                    check_tensor, check_seed, check_temperature)
 from .augment import AugmentationPolicy, augment_batch
 from .infonce import _nt_xent_inputs, _row_logsumexp, floor_at_zero, nt_xent
 from .models import ProjectionHead, SmallCNN
 from .moco import MoCoQueue
-from .training import TrainConfig, TwoViewMethod, register_method, world
+from .methods import Batch, MethodOptions, TwoViewMethod, register_method
+from .training import world
 
 # %% auto #0
 __all__ = ['GATHERS', 'ANCHORS', 'all_gather_rows', 'all_gather_with_grad', 'global_nt_xent', 'free_port', 'launch', 'run_calls',
            'ddp_gradient_check', 'enqueue_from_all', 'shuffled_across', 'grad_cache_step', 'train_simclr_ddp',
-           'grad_cache_benchmark', 'GlobalSimCLR']
+           'grad_cache_benchmark', 'GlobalSimCLROptions', 'GlobalSimCLR']
 
 # %% ../nbs/10_distributed.ipynb #2d5865aa
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -497,40 +499,45 @@ def grad_cache_benchmark(
     return {'seconds': seconds, 'peak MiB': _peak_mib() - before, 'loss': loss.item()}
 
 # %% ../nbs/10_distributed.ipynb #cacda72e
+@dataclasses.dataclass(frozen=True)
+class GlobalSimCLROptions(MethodOptions):
+    "The global SimCLR's own settings."
+    temperature: float = 0.2 # τ
+    grad_cache_chunk: int = 0 # sources per forward pass, with gradient caching (0: off)
+    chunk_size: int = 0 # anchors per chunk of the loss (0: all at once)
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    grad_cache_chunk=check_int(self.grad_cache_chunk, 'grad_cache_chunk', low=0),
+                    chunk_size=check_int(self.chunk_size, 'chunk_size', low=0))
+
 class GlobalSimCLR(TwoViewMethod):
     "SimCLR against every process's views (`global_nt_xent`), optionally with gradient caching."
-    def __init__(self,
-                 encoder: nn.Module, # the image encoder
-                 head: nn.Module, # the projection head
-                 temperature: float = 0.5, # τ
-                 cache_chunk: int = 0, # sources per forward pass with gradient caching (0: off)
-                 loss_chunk: int = 0, # anchors per chunk of the loss (0: all at once)
-                ):
-        check_number(temperature, 'temperature', low=0.0, low_open=True)
-        loss_chunk = check_int(loss_chunk, 'loss_chunk', low=0) or None
-        super().__init__(encoder, head,
-                         lambda z1, z2, labels: global_nt_xent(z1, z2, temperature, loss_chunk))
-        self.cache_chunk = check_int(cache_chunk, 'cache_chunk', low=0)
-        if self.cache_chunk and _batchnorms_in_training(self):
+    Options = GlobalSimCLROptions
+
+    def __init__(self, encoder: nn.Module, head: nn.Module,
+                 options: GlobalSimCLROptions | None = None, setup=None):
+        super().__init__(encoder, head, options, setup)
+        if self.options.grad_cache_chunk and _batchnorms_in_training(self):
             raise ValueError("gradient caching is exact only without BatchNorm: build the encoder "
                              "and head with norm='group' or 'none' (--norm group)")
+
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        o = self.options
+        return global_nt_xent(z1, z2, o.temperature, o.chunk_size or None)
 
     def forward(self, x: Tensor) -> Tensor: # (n, D) float32 embeddings
         "Encoder and head as one module: what `grad_cache_step` runs chunk by chunk."
         return self.embed(self.encoder, self.head, x)
 
-    def loss_backward(self, views, indices, labels, generator, scale):
-        if not self.cache_chunk:
-            return super().loss_backward(views, indices, labels, generator, scale)
+    def loss_backward(self, batch: Batch, scale: Callable = lambda loss: loss) -> Tensor:
+        chunk = self.options.grad_cache_chunk
+        if not chunk: return super().loss_backward(batch, scale)
         losses = []
         def loss_fn(z1: Tensor, z2: Tensor) -> Tensor:
-            losses.append(self.pair_loss(z1, z2, labels))
+            losses.append(self.pair_loss(z1, z2, batch))
             return scale(losses[-1])
-        grad_cache_step(self, views[0], views[1], loss_fn, self.cache_chunk)
+        grad_cache_step(self, batch.views[0], batch.views[1], loss_fn, chunk)
         return losses[-1].detach()
 
-def _global_simclr(config: TrainConfig, encoder: nn.Module, head: nn.Module, n_train: int):
-    return GlobalSimCLR(encoder, head, config.temperature, config.grad_cache_chunk,
-                        config.chunk_size)
-
-register_method('simclr_global', _global_simclr, replace=True)  # replace: importing twice is fine
+register_method('simclr_global', GlobalSimCLR)

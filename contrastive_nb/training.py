@@ -24,48 +24,23 @@ from torch import Tensor, nn
 from torch import distributed as dist
 from tqdm import tqdm
 
-from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_seed, check_temperature, zip_damage)
+from ._checks import (check_bool, check_choice, check_int, check_number,
+                                    check_positive_int, check_seed, zip_damage)
 from .augment import AugmentationPolicy, augment_batch
 from .data import ImageDataset, load_cifar10, load_digits, load_stl10, make_shapes
-from .debiased import debiased_nt_xent, hcl_loss, supcon_loss
 from .evaluate import embed, knn_accuracy
-from .hard_negatives import hard_negative_loss, in_batch_negatives
-from .infonce import info_nce, nt_xent
-from .memory_bank import MemoryBank
+from .methods import (Batch, MethodOptions, MethodSetup, method_spec,
+                                    settings_from_dict)
 from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
-from .moco import MoCo
 
 # %% auto #0
-__all__ = ['METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'RUNTIME_SETTINGS',
-           'register_method', 'register_dataset', 'ContrastiveMethod', 'TwoViewMethod', 'load_datasets', 'TrainConfig',
-           'select_device', 'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint',
-           'load_checkpoint', 'load_latest_checkpoint', 'check_run_dir', 'Trainer', 'latest_checkpoint', 'train',
-           'resume']
+__all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'TRAIN_POLICY', 'CHECKPOINT_FORMAT',
+           'RUNTIME_SETTINGS', 'register_dataset', 'load_datasets', 'TrainConfig', 'select_device', 'world',
+           'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint',
+           'load_latest_checkpoint', 'check_run_dir', 'Trainer', 'latest_checkpoint', 'train', 'resume']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
-METHODS: dict[str, Callable] = {}  # name -> builder(config, encoder, head, n_train)
 DATASETS: dict[str, Callable] = {}  # name -> loader(config) -> (train, test) ImageDatasets
-
-def _register(table: dict, kind: str, name, builder, replace: bool) -> Callable:
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"a {kind} name must be a word like 'simclr', got {name!r}")
-    if not callable(builder):
-        raise TypeError(f"builder must be callable, got {type(builder).__name__}")
-    if not isinstance(replace, bool):
-        raise TypeError(f"replace must be True or False, got {replace!r}")
-    if name in table and not replace:
-        raise ValueError(f"{kind} {name!r} is already registered; pass replace=True to override it")
-    table[name] = builder
-    return builder
-
-def register_method(
-    name: str, # what `TrainConfig.method` calls it
-    builder: Callable, # (config, encoder, head, n_train) -> a `ContrastiveMethod`
-    replace: bool = False, # allow overriding an existing entry
-) -> Callable: # the builder, unchanged
-    "Make a training method available to `TrainConfig` and the trainer by name."
-    return _register(METHODS, 'method', name, builder, replace)
 
 def register_dataset(
     name: str, # what `TrainConfig.dataset` calls it
@@ -73,137 +48,16 @@ def register_dataset(
     replace: bool = False, # allow overriding an existing entry
 ) -> Callable: # the loader, unchanged
     "Make a dataset available to `TrainConfig` and the trainer by name."
-    return _register(DATASETS, 'dataset', name, loader, replace)
-
-# %% ../nbs/09_training.ipynb #c6eaa99c
-class ContrastiveMethod(nn.Module):
-    "A training method: its modules and state, how many views a step draws, its loss."
-    n_views: int = 2 # augmented views of each source per step
-    autocast: Callable = contextlib.nullcontext # set by the trainer for mixed precision
-    per_process_state: str = '' # what each process would fill differently (a queue, a bank)
-
-    def embed(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
-        "head(encoder(x)) inside `autocast`, returned in float32: losses run in full precision."
-        with self.autocast():
-            z = head(encoder(x))
-        return z.float()
-
-    def loss(self,
-             views: list[Tensor], # `n_views` batches (B, C, H, W), row i from source i
-             indices: Tensor, # (B,) row of each source in the training set
-             labels: Tensor, # (B,) class of each source (only supervised methods read it)
-             generator: torch.Generator, # the run's CPU generator, for random choices
-            ) -> Tensor: # scalar loss
-        "The loss of one batch."
-        raise NotImplementedError
-
-    def loss_backward(self,
-                      views: list[Tensor], # as for `loss`
-                      indices: Tensor, # as for `loss`
-                      labels: Tensor, # as for `loss`
-                      generator: torch.Generator, # as for `loss`
-                      scale: Callable, # loss -> the loss to differentiate (float16's scaler)
-                     ) -> Tensor: # the loss, detached
-        "The loss of one batch with its gradient added to `.grad`; a method may own the backward."
-        loss = self.loss(views, indices, labels, generator)
-        scale(loss).backward()
-        return loss.detach()
-
-    def after_step(self) -> None:
-        "Called after each optimiser step (e.g. to write into a memory bank)."
-
-class TwoViewMethod(ContrastiveMethod):
-    "Encoder and head applied to two views, then a loss of the two (B, D) embeddings."
-    def __init__(self, encoder: nn.Module, head: nn.Module, pair_loss: Callable):
-        super().__init__()
-        self.encoder, self.head, self.pair_loss = encoder, head, pair_loss
-
-    def loss(self, views, indices, labels, generator):
-        if not isinstance(views, (list, tuple)) or len(views) != 2:
-            raise ValueError(f"views must be a list of two batches, got {type(views).__name__}")
-        # Two forward passes, as in SimCLR's reference code: BatchNorm sees each view apart.
-        z1, z2 = (self.embed(self.encoder, self.head, v) for v in views)
-        return self.pair_loss(z1, z2, labels)
-
-class _MoCo(MoCo):
-    "MoCo whose networks run inside the method's `autocast`."
-    def _encode(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
-        with self.autocast():
-            return super()._encode(encoder, head, x).float()
-
-class _MoCoMethod(ContrastiveMethod):
-    "MoCo: the model takes two views and the generator and returns its loss."
-    per_process_state = 'a queue of keys'
-    def __init__(self, model: _MoCo):
-        super().__init__()
-        self.model = model
-        model.autocast = lambda: self.autocast()
-
-    def loss(self, views, indices, labels, generator):
-        return self.model(views[0], views[1], generator)
-
-class _MemoryBankMethod(ContrastiveMethod):
-    "Instance discrimination against a memory bank: one view, negatives drawn from the bank."
-    n_views, per_process_state = 1, 'a memory bank'
-    def __init__(self, encoder: nn.Module, head: nn.Module, bank: MemoryBank, k: int,
-                 temperature: float):
-        super().__init__()
-        self.encoder, self.head, self.bank = encoder, head, bank
-        self.k, self.temperature = k, temperature
-        self._pending = None
-
-    def loss(self, views, indices, labels, generator):
-        query = self.embed(self.encoder, self.head, views[0])
-        # Read before writing: positive and negatives must not contain this step's queries.
-        negatives = self.bank.sample_shared_negatives(indices, self.k, generator)
-        self._pending = (indices, query)
-        return info_nce(query, self.bank(indices), negatives, self.temperature)
-
-    def after_step(self) -> None:
-        indices, query = self._pending
-        self.bank.update(indices, query)
-        self._pending = None
-
-def _two_view(loss: Callable) -> Callable:
-    "A builder of a `TwoViewMethod` from loss(config, z1, z2, labels)."
-    def build(config: TrainConfig, encoder: nn.Module, head: nn.Module, n_train: int):
-        return TwoViewMethod(encoder, head, lambda z1, z2, labels: loss(config, z1, z2, labels))
-    return build
-
-def _hard_negative(c: TrainConfig, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
-    query, positive, negatives = in_batch_negatives(z1, z2)
-    return hard_negative_loss(query, positive, negatives, c.temperature, c.hard_weight,
-                              c.num_hard or None)
-
-def _supcon(c: TrainConfig, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
-    return supcon_loss(torch.cat([z1, z2]), torch.cat([labels, labels]), c.temperature)
-
-def _moco(config: TrainConfig, encoder: nn.Module, head: nn.Module, n_train: int):
-    return _MoCoMethod(_MoCo(encoder, head, config.queue_size, config.moco_momentum,
-                           config.temperature, config.symmetric, config.bn_splits,
-                           config.seed))
-
-def _memory_bank(config: TrainConfig, encoder: nn.Module, head: nn.Module, n_train: int):
-    if config.bank_k > n_train - config.batch_size:
-        raise ValueError(f"bank_k ({config.bank_k}) must be at most n_train − batch_size = "
-                         f"{n_train - config.batch_size}: negatives are drawn outside the batch")
-    bank = MemoryBank(n_train, config.embed_dim, config.bank_momentum, seed=config.seed)
-    return _MemoryBankMethod(encoder, head, bank, config.bank_k, config.temperature)
-
-def _simclr(c: TrainConfig, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
-    return nt_xent(z1, z2, temperature=c.temperature, chunk_size=c.chunk_size or None)
-
-def _debiased(c: TrainConfig, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
-    return debiased_nt_xent(z1, z2, c.temperature, c.tau_plus)
-
-def _hcl(c: TrainConfig, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
-    return hcl_loss(z1, z2, c.temperature, c.tau_plus, c.beta)
-
-for _name, _builder in (('simclr', _two_view(_simclr)), ('moco', _moco),
-                        ('memory_bank', _memory_bank), ('hard_negative', _two_view(_hard_negative)),
-                        ('debiased', _two_view(_debiased)), ('hcl', _two_view(_hcl)),
-                        ('supcon', _two_view(_supcon))):
-    register_method(_name, _builder)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a dataset name must be a word like 'shapes', got {name!r}")
+    if not callable(loader):
+        raise TypeError(f"loader must be callable, got {type(loader).__name__}")
+    check_bool(replace, 'replace')
+    if name in DATASETS and not replace:
+        raise ValueError(f"dataset {name!r} is already registered; pass replace=True to override "
+                         "it")
+    DATASETS[name] = loader
+    return loader
 
 # %% ../nbs/09_training.ipynb #4585df29
 def _rgb(ds: ImageDataset) -> ImageDataset:
@@ -217,8 +71,8 @@ def _first(ds: ImageDataset, n: int) -> ImageDataset:
 
 def _shapes(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
     n_train, n_test = c.n_train or 4096, c.n_test or 1024
-    return (make_shapes(n_train, c.image_size, seed=c.data_seed),
-            make_shapes(n_test, c.image_size, seed=c.data_seed + 1))
+    return (make_shapes(n_train, c.augment.size, seed=c.data_seed),
+            make_shapes(n_test, c.augment.size, seed=c.data_seed + 1))
 
 def _digits(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
     ds = _rgb(load_digits())
@@ -260,22 +114,22 @@ OPTIMIZERS = ('adam', 'adamw', 'sgd', 'lars')
 SCHEDULES = ('constant', 'cosine')
 ENCODERS = ('small_cnn', 'resnet18')
 DEVICES = ('auto', 'cpu', 'cuda', 'mps')
+# lesson 03's views of Shapes: crops of at least 30 % of the image, strong colour distortion
+TRAIN_POLICY = AugmentationPolicy(scale=(0.3, 1.0), jitter_strength=1.0, grayscale_p=0.5,
+                                  blur_p=0.5)
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class TrainConfig:
     "Every setting of a training run: checked when made, saved with the run."
-    method: str = 'simclr' # simclr, moco, memory_bank, hard_negative, debiased, hcl, supcon
+    method: str = 'simclr' # a registered method (method_names()), or FILE.py:CLASS of your own
+    options: MethodOptions | dict | None = None # the method's own settings (None: its defaults)
     dataset: str = 'shapes' # shapes, digits, cifar10 or stl10
     data_root: str = '' # folder holding cifar-10-batches-py/ or stl10_binary/ (never downloaded)
     n_train: int = 4096 # shapes: images made; other datasets: the first n (0: all)
     n_test: int = 1024 # shapes: test images made; other datasets: the first n (0: all)
     data_seed: int = 0 # which images, and which of them form the validation split
     val_fraction: float = 0.1 # share of the training images held out for the kNN monitor
-    image_size: int = 32 # height and width of the augmented views
-    crop_min_scale: float = 0.3 # smallest crop area, a fraction of the image (SimCLR: 0.08)
-    jitter_strength: float = 1.0 # colour jitter strength s (SimCLR on CIFAR: 0.5)
-    grayscale_p: float = 0.5 # probability of a grey view (SimCLR: 0.2)
-    blur_p: float = 0.5 # probability of a Gaussian blur
+    augment: AugmentationPolicy | dict = TRAIN_POLICY # how views are drawn (a dict: changes)
     encoder: str = 'small_cnn' # small_cnn or resnet18 (small stem, for 16-32 px)
     width: int = 32 # small_cnn: channels of the first stage
     blocks: int = 4 # small_cnn: number of stages
@@ -289,19 +143,6 @@ class TrainConfig:
     weight_decay: float = 1e-6 # weight decay
     schedule: str = 'constant' # constant, or cosine decay to 0
     warmup_epochs: int = 0 # epochs of linear warm-up before the schedule
-    temperature: float = 0.2 # τ of the loss
-    queue_size: int = 4096 # moco: negatives in the queue
-    moco_momentum: float = 0.99 # moco: momentum m of the key encoder
-    bn_splits: int = 1 # moco: shuffle-BN sub-batches
-    symmetric: bool = False # moco: also view 2's queries against view 1's keys
-    bank_k: int = 256 # memory_bank: negatives per step drawn from the bank
-    bank_momentum: float = 0.5 # memory_bank: momentum of the stored rows
-    hard_weight: float = 0.5 # hard_negative: weight of the hardest-negatives term
-    num_hard: int = 0 # hard_negative: hardest negatives per query (0: a quarter)
-    tau_plus: float = 0.1 # debiased, hcl: class prior τ⁺
-    beta: float = 1.0 # hcl: hardness β
-    chunk_size: int = 0 # simclr: anchors per chunk of the loss (0: all at once)
-    grad_cache_chunk: int = 0 # simclr_global: sources per pass, gradient caching (0: off)
     device: str = 'auto' # auto, cpu, cuda or mps
     precision: str = 'float32' # float32, bfloat16 or float16 (with a gradient scaler)
     channels_last: bool = False # channels-last memory layout for images and convolutions
@@ -313,83 +154,104 @@ class TrainConfig:
     checkpoint_every: int = 0 # steps between checkpoints (0: at the end of each epoch)
     progress: bool = True # show a progress bar
 
-    def __post_init__(self):
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.type in ('bool', bool):
-                if not isinstance(value, bool):
-                    raise TypeError(f"{f.name} must be true or false, got {value!r}")
-            elif f.type in ('int', int):
-                value = check_int(value, f.name)
-            elif f.type in ('float', float):
-                value = check_number(value, f.name)
-            elif not isinstance(value, str):
-                raise TypeError(f"{f.name} must be a string, got {type(value).__name__} {value!r}")
-            object.__setattr__(self, f.name, value)
-        check_choice(self.method, 'method', tuple(METHODS))
-        check_choice(self.dataset, 'dataset', tuple(DATASETS))
-        check_choice(self.encoder, 'encoder', ENCODERS)
-        check_choice(self.norm, 'norm', ('batch', 'group') if self.encoder == 'resnet18' else NORMS)
-        check_choice(self.optimizer, 'optimizer', OPTIMIZERS)
-        check_choice(self.schedule, 'schedule', SCHEDULES)
-        check_choice(self.device, 'device', DEVICES)
-        check_choice(self.precision, 'precision', tuple(PRECISIONS))
-        for name in ('image_size', 'width', 'blocks', 'head_hidden', 'embed_dim', 'epochs',
-                     'queue_size', 'bn_splits', 'bank_k', 'knn_k'):
-            check_positive_int(getattr(self, name), name)
-        for name in ('n_train', 'n_test', 'warmup_epochs', 'num_hard', 'chunk_size',
-                     'grad_cache_chunk', 'threads', 'knn_every', 'checkpoint_every'):
-            check_int(getattr(self, name), name, low=0)
-        for name in ('seed', 'data_seed'): check_seed(getattr(self, name), name)
-        if self.batch_size < 2:
-            raise ValueError(f"batch_size must be at least 2, got {self.batch_size}: a source "
-                             "needs other sources as negatives, and BatchNorm needs two rows")
-        if self.method == 'moco' and self.batch_size < 2 * self.bn_splits:
-            raise ValueError(f"batch_size ({self.batch_size}) must be at least 2 × bn_splits "
-                             f"= {2 * self.bn_splits}")
-        check_temperature(self.temperature)
-        check_number(self.val_fraction, 'val_fraction', 0.0, 1.0, high_open=True)
-        check_number(self.crop_min_scale, 'crop_min_scale', 0.0, 1.0, low_open=True)
-        check_number(self.lr, 'lr', low=0.0, low_open=True)
-        check_number(self.weight_decay, 'weight_decay', low=0.0)
-        for name in ('moco_momentum', 'bank_momentum', 'hard_weight', 'grayscale_p', 'blur_p'):
-            check_number(getattr(self, name), name, 0.0, 1.0)
-        check_number(self.tau_plus, 'tau_plus', 0.0, 1.0, high_open=True)
-        check_number(self.beta, 'beta', low=0.0)
-        check_number(self.jitter_strength, 'jitter_strength', 0.0, 2.5)
-        if self.warmup_epochs >= self.epochs and self.warmup_epochs:
-            raise ValueError(f"warmup_epochs ({self.warmup_epochs}) must be fewer than epochs "
-                             f"({self.epochs})")
-        if self.dataset in ('cifar10', 'stl10') and not self.data_root:
-            raise ValueError(f"dataset {self.dataset!r} needs data_root: the folder that holds "
-                             "its files in torchvision's format (nothing is downloaded)")
+    def __post_init__(self): _check_settings(self)
 
-    def to_dict(self) -> dict: # plain values only
-        "The settings as a dict of str, int, float and bool."
-        return dataclasses.asdict(self)
+    def to_dict(self) -> dict: # str, int, float, bool, lists, and the two tables
+        "The settings as plain values, `augment` and `options` as tables: what JSON and TOML hold."
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values['augment'] = _plain(dataclasses.asdict(self.augment))
+        values['options'] = _plain(self.options.to_dict())
+        return values
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainConfig:
         "A config from a dict such as `to_dict`'s or a parsed TOML file; unknown keys raise."
         if not isinstance(values, dict):
             raise TypeError(f"values must be a dict, got {type(values).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown setting(s) {unknown}; the settings are {sorted(known)}")
-        return cls(**values)
+        return settings_from_dict(cls, values)
 
     def to_toml(self) -> str:
-        "The settings as a flat TOML document, readable by `--config`."
-        def value(v):
-            return ('true' if v else 'false') if isinstance(v, bool) else json.dumps(v)
-        return ''.join(f"{k} = {value(v)}\n" for k, v in self.to_dict().items())
+        "The settings as a TOML document, readable by `--config`: [augment] and [options] last."
+        return _toml(self.to_dict())
 
-    def policy(self) -> AugmentationPolicy:
-        "The augmentation policy of the run."
-        return AugmentationPolicy(size=self.image_size, scale=(self.crop_min_scale, 1.0),
-                                  jitter_strength=self.jitter_strength,
-                                  grayscale_p=self.grayscale_p, blur_p=self.blur_p)
+# %% ../nbs/09_training.ipynb #342c718b
+def _plain(values: dict) -> dict:
+    "A table's values as JSON and TOML hold them: tuples become lists."
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+def _method_options(method: str, options) -> MethodOptions:
+    "The method's settings: its options class from None (defaults), a dict, or an instance."
+    spec = method_spec(method)  # a built-in method's lesson is imported here, on first use
+    if options is None: options = spec.options()
+    elif isinstance(options, dict): options = settings_from_dict(spec.options, options)
+    elif not isinstance(options, spec.options):
+        raise TypeError(f"options must be a {spec.options.__name__} (the settings of method "
+                        f"{method!r}) or a dict of them, got {type(options).__name__}")
+    for name, value in options.to_dict().items():  # what a config file can hold
+        if not isinstance(value, (bool, int, float, str, tuple)):
+            raise TypeError(f"options.{name} must be a number, a flag, text or a tuple of "
+                            f"numbers, to be saved with the run, got {type(value).__name__}")
+    return options
+
+def _check_settings(c: TrainConfig) -> None:
+    "Check and convert every setting of `c` in place (the frozen class writes only here)."
+    for f in dataclasses.fields(c):
+        if f.name in ('options', 'augment'): continue
+        value, kind = getattr(c, f.name), type(f.default)
+        if kind is bool: check_bool(value, f.name)
+        elif kind is int: value = check_int(value, f.name)
+        elif kind is float: value = check_number(value, f.name)
+        elif not isinstance(value, str):
+            raise TypeError(f"{f.name} must be a string, got {type(value).__name__} {value!r}")
+        object.__setattr__(c, f.name, value)
+    augment = c.augment
+    if isinstance(augment, dict): augment = settings_from_dict(AugmentationPolicy, augment,
+                                                                base=TRAIN_POLICY)
+    if not isinstance(augment, AugmentationPolicy):
+        raise TypeError(f"augment must be an AugmentationPolicy or a dict of its settings, got "
+                        f"{type(augment).__name__}")
+    object.__setattr__(c, 'augment', augment)
+    object.__setattr__(c, 'options', _method_options(c.method, c.options))
+    _check_ranges(c)
+
+# %% ../nbs/09_training.ipynb #be8d63b3
+def _check_ranges(c: TrainConfig) -> None:
+    "The trainer's own settings: names from their tables, numbers in their ranges."
+    check_choice(c.dataset, 'dataset', tuple(DATASETS))
+    check_choice(c.encoder, 'encoder', ENCODERS)
+    check_choice(c.norm, 'norm', ('batch', 'group') if c.encoder == 'resnet18' else NORMS)
+    check_choice(c.optimizer, 'optimizer', OPTIMIZERS)
+    check_choice(c.schedule, 'schedule', SCHEDULES)
+    check_choice(c.device, 'device', DEVICES)
+    check_choice(c.precision, 'precision', tuple(PRECISIONS))
+    for name in ('width', 'blocks', 'head_hidden', 'embed_dim', 'epochs', 'knn_k'):
+        check_positive_int(getattr(c, name), name)
+    for name in ('n_train', 'n_test', 'warmup_epochs', 'threads', 'knn_every', 'checkpoint_every'):
+        check_int(getattr(c, name), name, low=0)
+    for name in ('seed', 'data_seed'): check_seed(getattr(c, name), name)
+    if c.batch_size < 2:
+        raise ValueError(f"batch_size must be at least 2, got {c.batch_size}: a source "
+                         "needs other sources as negatives, and BatchNorm needs two rows")
+    check_number(c.val_fraction, 'val_fraction', 0.0, 1.0, high_open=True)
+    check_number(c.lr, 'lr', low=0.0, low_open=True)
+    check_number(c.weight_decay, 'weight_decay', low=0.0)
+    if c.warmup_epochs >= c.epochs and c.warmup_epochs:
+        raise ValueError(f"warmup_epochs ({c.warmup_epochs}) must be fewer than epochs "
+                         f"({c.epochs})")
+    if c.dataset in ('cifar10', 'stl10') and not c.data_root:
+        raise ValueError(f"dataset {c.dataset!r} needs data_root: the folder that holds "
+                         "its files in torchvision's format (nothing is downloaded)")
+
+def _toml(values: dict) -> str:
+    "A TOML document of plain settings: top-level keys first, then one table per dict."
+    def value(v) -> str:
+        if isinstance(v, bool): return 'true' if v else 'false'
+        if isinstance(v, list): return '[' + ', '.join(value(x) for x in v) + ']'
+        return json.dumps(v)  # numbers, and strings with TOML's escapes
+    top = [f"{k} = {value(v)}" for k, v in values.items() if not isinstance(v, dict)]
+    for name, table in ((k, v) for k, v in values.items() if isinstance(v, dict)):
+        top += ['', f'[{name}]', *(f"{k} = {value(v)}" for k, v in table.items())]
+    return '\n'.join(top) + '\n'
 
 # %% ../nbs/09_training.ipynb #fd5e258c
 def select_device(
@@ -475,6 +337,9 @@ class LARS(torch.optim.Optimizer):
 class CheckpointError(ValueError):
     "A checkpoint file is missing, truncated or not a checkpoint of this trainer."
 
+# 2: the methods' settings moved into `options`, the augmentation's into `augment` (nested)
+CHECKPOINT_FORMAT = 2
+
 def save_checkpoint(
     state: dict, # tensors and plain containers only
     path: str | Path, # where to write; a file of that name is replaced atomically
@@ -554,13 +419,20 @@ def load_latest_checkpoint(
     found = _checkpoints(run_dir)
     if not found:
         raise CheckpointError(f"run_dir {str(run_dir)!r} holds no checkpoint to {purpose}")
-    try: return found[-1], load_checkpoint(found[-1])
+    try: state = load_checkpoint(found[-1])
     except CheckpointError as e:
         # read every older one: a hint that names a file must have checked that file
         intact = next((p for p in reversed(found[:-1]) if _verifies(p)), None)
         hint = (f"; {intact} is intact (its CRC-32 checks pass): move {found[-1].name} away to "
                 f"{purpose} from it" if intact else "; no older checkpoint of the run is intact")
         raise CheckpointError(f"{e}{hint}") from None
+    written = state.get('format', 1)
+    if written != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{found[-1]} is a checkpoint of format {written}; this trainer "
+                              f"reads format {CHECKPOINT_FORMAT} (the methods' settings moved "
+                              "into options): use the version of contrastive_nb that wrote it, "
+                              "or train the run again")
+    return found[-1], state
 
 # %% ../nbs/09_training.ipynb #7b4caeae
 def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
@@ -570,6 +442,25 @@ def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
     head = ProjectionHead(encoder.feature_dim, config.head_hidden, config.embed_dim,
                           norm=config.norm)
     return encoder, head
+
+def _check_monitors(monitors) -> dict[str, Callable]:
+    "A trainer's monitors: a dict of names (words) to callables, or None for none."
+    if monitors is None: return {}
+    if not isinstance(monitors, dict):
+        raise TypeError(f"monitors must be a dict of name -> f(trainer) -> number, got "
+                        f"{type(monitors).__name__}")
+    for name, monitor in monitors.items():
+        if not isinstance(name, str) or not name.isidentifier() or not callable(monitor):
+            raise TypeError(f"monitors must map names (words) to callables, got {name!r}: "
+                            f"{type(monitor).__name__}")
+    return dict(monitors)
+
+def _check_method_file(saved: dict | None, now: dict | None) -> None:
+    "A run of a method from a file resumes only with the same file content."
+    if saved and now and saved['sha256'] != now['sha256']:
+        raise CheckpointError(f"the method file {now['path']} has changed since the run was "
+                              f"trained (sha256 {saved['sha256'][:12]}… then, "
+                              f"{now['sha256'][:12]}… now): restore it, or train a new run")
 
 def _rank_seed(seed: int, rank: int) -> int:
     "A seed of its own for each process's augmentation, from the run's seed and the rank."
@@ -634,8 +525,17 @@ def _check_output_folder(run_dir: Path) -> None:
         raise ValueError(f"run_dir {run_dir} cannot be written: this user may not write in "
                          f"{nearest}")
 
+def _flat(values: dict, prefix: str = '') -> dict:
+    "Nested tables as one level of dotted names: {'options': {'k': 1}} -> {'options.k': 1}."
+    out = {}
+    for k, v in values.items():
+        if isinstance(v, dict): out.update(_flat(v, f"{prefix}{k}."))
+        else: out[prefix + k] = v
+    return out
+
 def _setting_differences(saved: dict, values: dict) -> str:
     "The settings that change the result on which two runs differ: 'lr (0.01 vs 0.001)', or ''."
+    saved, values = _flat(saved), _flat(values)
     differ = sorted(k for k in saved.keys() | values.keys()
                     if k not in RUNTIME_SETTINGS and saved.get(k) != values.get(k))
     return ', '.join(f"{k} ({saved.get(k)!r} vs {values.get(k)!r})" for k in differ)
@@ -710,6 +610,7 @@ class Trainer:
                  config: TrainConfig, # the settings
                  run_dir: str | Path | None = None, # where config, metrics and checkpoints go
                  datasets: dict[str, ImageDataset] | None = None, # default: `load_datasets`
+                 monitors: dict[str, Callable] | None = None, # name -> f(trainer) -> a number
                 ):
         if not isinstance(config, TrainConfig):
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -730,17 +631,20 @@ class Trainer:
         train = self.data['train']
         self.images = train.images.to(self.device)
         self.labels = train.labels.to(self.device)
-        self.policy = config.policy()
+        self.policy = config.augment
         self.steps_per_epoch = len(train) // config.batch_size
         self.total_steps = config.epochs * self.steps_per_epoch
         self.segments = [config.epochs]  # the last epoch of each segment of the schedule
+        self.monitors = _check_monitors(monitors)
+        spec = method_spec(config.method)
+        self.method_file = {'path': spec.source, 'sha256': spec.sha256} if spec.source else None
+        setup = MethodSetup(n_train=len(train), batch_size=self.local_batch,
+                            embed_dim=config.embed_dim, seed=config.seed,
+                            world_size=self.world_size)
         with cpu_threads(config.threads):
             torch.manual_seed(config.seed)
             encoder, head = _build_modules(config)
-            self.method = METHODS[config.method](config, encoder, head, len(train))
-        if not isinstance(self.method, ContrastiveMethod):
-            raise TypeError(f"method {config.method!r} built a {type(self.method).__name__}, "
-                            "not a ContrastiveMethod")
+            self.method = spec.build(encoder, head, config.options, setup)
         if self.world_size > 1 and self.method.per_process_state:
             raise ValueError(f"method {config.method!r} keeps {self.method.per_process_state} that "
                              f"each of the {self.world_size} processes would fill differently; "
@@ -749,11 +653,11 @@ class Trainer:
         self.method.to(self.device)
         if config.channels_last: self.method.to(memory_format=torch.channels_last)
         if config.compile: encoder.compile()
-        self.parameters = [p for p in self.method.parameters() if p.requires_grad]
+        self.parameters = self.method.parameters_to_train()
         self.optimizer = _optimizer(config, self.parameters)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
                                                            lambda s: self._lr_factor(s))
-        if self.dtype != torch.float32: self.method.autocast = self._autocast
+        self.method.set_precision(self.device.type, self.dtype)
         self.scaler = torch.amp.GradScaler(self.device.type,
                                            enabled=config.precision == 'float16')
         self.generator = torch.Generator().manual_seed(config.seed)  # the shuffle: every process
@@ -762,7 +666,7 @@ class Trainer:
             self.view_generator = torch.Generator().manual_seed(_rank_seed(config.seed, self.rank))
             self._broadcast(self.method.parameters())  # every process starts from rank 0's weights
             self._broadcast(self.method.buffers())
-        self.step, self.order, self.history, self.monitor = 0, None, [], []
+        self.step, self.order, self.history, self.monitor, self.monitored = 0, None, [], [], []
         # what run_dir's config.json must hold for this run to go on there (None: a new run)
         self._folder_settings, self._settings_to_write = None, True
 
@@ -825,8 +729,8 @@ class Trainer:
         idx = self.order[start:start + self.local_batch].to(self.device)
         views = self._views(self.images[idx])
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.method.loss_backward(views, idx, self.labels[idx], self.view_generator,
-                                         self.scaler.scale)
+        batch = Batch(views, idx, self.labels[idx], self.view_generator)
+        loss = self.method.loss_backward(batch, self.scaler.scale)
         if self.world_size > 1: loss = self._average_gradients(loss)
         value = loss.item()
         if not math.isfinite(value):  # the mean over processes: they all stop together
@@ -861,7 +765,8 @@ class Trainer:
     def state_dict(self) -> dict:
         "Everything to continue the run exactly (every process must call it under torchrun)."
         process_rng = self._process_rng() if self.world_size > 1 else None
-        return {'format': 1, 'config': self.config.to_dict(), 'step': self.step,
+        return {'format': CHECKPOINT_FORMAT, 'config': self.config.to_dict(), 'step': self.step,
+                'method_file': self.method_file,
                 'world_size': self.world_size, 'process_rng': process_rng,
                 'segments': list(self.segments),
                 'epoch': self.step // self.steps_per_epoch,
@@ -869,7 +774,8 @@ class Trainer:
                 'scheduler': self.scheduler.state_dict(), 'scaler': self.scaler.state_dict(),
                 'rng': _rng_state(self.generator), 'order': self.order,
                 'history': [list(r) for r in self.history],
-                'monitor': [list(r) for r in self.monitor]}
+                'monitor': [list(r) for r in self.monitor],
+                'monitored': [[e, s, dict(v)] for e, s, v in self.monitored]}
 
     def load_state_dict(self, state: dict) -> None:
         "Continue from a `state_dict`."
@@ -877,6 +783,7 @@ class Trainer:
         if differ:
             raise CheckpointError("the checkpoint was written by a run with other settings: "
                                   f"{differ} (the checkpoint's vs this run's)")
+        _check_method_file(state.get('method_file'), self.method_file)
         if state.get('world_size', 1) != self.world_size:
             raise CheckpointError(f"the checkpoint was written by {state['world_size']} "
                                   f"process(es), this run has {self.world_size}: resume with "
@@ -894,6 +801,7 @@ class Trainer:
         self.step, self.order = state['step'], state['order']
         self.history = [tuple(r) for r in state['history']]
         self.monitor = [tuple(r) for r in state['monitor']]
+        self.monitored = [(e, s, dict(v)) for e, s, v in state.get('monitored', [])]
         self.segments = list(state.get('segments', [self.config.epochs]))  # older: one segment
         self._folder_settings = state['config']
 
@@ -920,9 +828,13 @@ class Trainer:
         tmp = self.run_dir / '.metrics.csv.tmp'
         with open(tmp, 'w', newline='') as f:
             out = csv.writer(f)
-            out.writerow(['epoch', 'step', 'loss', 'lr', 'images_per_s', 'val_knn'])
+            names = list(self.monitors)
+            out.writerow(['epoch', 'step', 'loss', 'lr', 'images_per_s', 'val_knn', *names])
+            extra = {step: values for _, step, values in self.monitored}
             for epoch, step, loss, lr, speed in self.history:
-                out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, '')])
+                more = extra.get(step + 1, {})
+                out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, ''),
+                              *(more.get(n, '') for n in names)])
         os.replace(tmp, self.run_dir / 'metrics.csv')
 
     def fit(self) -> dict:
@@ -955,6 +867,9 @@ class Trainer:
                         or (c.knn_every and (epoch + 1) % c.knn_every == 0)):
                     self.monitor.append((epoch, self.step, self.knn('val')))
                     self.method.train()
+                if epoch_end and self.monitors:
+                    self.monitored.append((epoch, self.step, self._monitor_values()))
+                    self.method.train()
                 if self.run_dir is not None and (
                         self.step == self.total_steps
                         or (c.checkpoint_every and self.step % c.checkpoint_every == 0)
@@ -964,6 +879,18 @@ class Trainer:
         if writes:
             _write_text(self.run_dir / 'report.json', json.dumps(report, indent=1) + '\n')
         return report
+
+    def _monitor_values(self) -> dict[str, float]:
+        "Each monitor's number at the end of an epoch, checked to be one."
+        values = {}
+        for name, monitor in self.monitors.items():
+            value = monitor(self)
+            if isinstance(value, Tensor) and value.numel() == 1: value = value.item()
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"monitor {name!r} must return a number, got "
+                                f"{type(value).__name__}")
+            values[name] = float(value)
+        return values
 
     @contextlib.contextmanager
     def _say_where_stopped(self) -> Iterator[None]:
@@ -978,6 +905,7 @@ class Trainer:
                   'final_loss': self.history[-1][2] if self.history else None,
                   'val_knn': self.knn('val') if len(self.data['val']) else None,
                   'test_knn': self.knn('test')}
+        if self.monitored: report['monitors'] = self.monitored[-1][2]  # the last epoch's
         if len(self.segments) > 1:  # an extended run: [first, last) epochs of each segment
             report['segments'] = [list(s) for s in zip([0] + self.segments[:-1], self.segments)]
         return report
