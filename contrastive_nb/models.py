@@ -16,7 +16,7 @@ from torchvision.models import resnet18
 from ._checks import check_choice, check_positive_int, check_tensor
 
 # %% auto #0
-__all__ = ['NORMS', 'conv_stage', 'SmallCNN', 'ProjectionHead', 'resnet18_small']
+__all__ = ['NORMS', 'conv_stage', 'SmallCNN', 'ProjectionHead', 'resnet18_small', 'values_unchecked']
 
 # %% ../nbs/models.ipynb #436becdc
 NORMS = ('batch', 'group', 'none')
@@ -46,8 +46,9 @@ def _check_images(
     in_channels: int, # the channels it was built for
     weight: Tensor, # its first weight: floating images are cast to its dtype
     final_cells: int | None = None, # cells per image at its last BatchNorm
+    check_values: bool = True, # False: shapes and dtypes only, no pass over the values
 ) -> Tensor:
-    "Floating, finite (N, in_channels, H, W) images with N, H, W >= 1, in the weight's dtype."
+    "Floating (N, in_channels, H, W) images, N, H, W >= 1, finite if checked, in weight's dtype."
     check_tensor(x, 'x', ndim=4)
     if not x.is_floating_point():
         fix = ("scale uint8 pixels with x.float() / 255" if x.dtype == torch.uint8
@@ -56,19 +57,21 @@ def _check_images(
     if x.shape[1] != in_channels or min(x.shape) == 0:
         raise ValueError(f"x must be images of shape (N, {in_channels}, H, W) with N, H, W >= 1, "
                          f"got {tuple(x.shape)}")
-    check_tensor(x, 'x', finite=True)
+    check_tensor(x, 'x', finite=check_values)
     if final_cells is not None and len(x) * final_cells < 2:
         size = f"{x.shape[2]}×{x.shape[3]}"
         raise ValueError(f"x holds one image of {size} px, 1×1 at the last stage: "
                          "BatchNorm in training mode needs more than one value per channel; "
                          "use a batch of at least 2 or eval mode")
-    return _cast(x, 'x', weight.dtype)
+    return _cast(x, 'x', weight.dtype, check_values)
 
-def _cast(x: Tensor, name: str, dtype: torch.dtype) -> Tensor:
+def _cast(x: Tensor, name: str, dtype: torch.dtype, check_values: bool = True) -> Tensor:
     "Finite `x` in the model's dtype: values beyond its range raise instead of becoming inf."
     if x.dtype == dtype: return x
     out = x.to(dtype)
-    if not torch.isfinite(out).all():
+    # A cast to a dtype with a range at least as wide (float16 to float32) cannot overflow.
+    narrower = torch.finfo(dtype).max < torch.finfo(x.dtype).max
+    if check_values and narrower and not torch.isfinite(out).all():
         raise ValueError(f"{name} has values up to {x.abs().max().item():.3g}, beyond the range of "
                          f"the model's {dtype} (largest {torch.finfo(dtype).max:.3g}): scale the "
                          f"inputs, or convert the model with .to({name}.dtype)")
@@ -99,13 +102,14 @@ class SmallCNN(nn.Module):
             c_in = c_out
         self.features = nn.Sequential(*layers)
         self.in_channels, self.norm, self.blocks, self.feature_dim = in_channels, norm, blocks, c_in
+        self.check_values = True  # False (see `values_unchecked`): no pass over the input's values
 
     def forward(self, x: Tensor) -> Tensor: # (N, feature_dim)
         cells = None
         if self.training and self.norm == 'batch' and isinstance(x, Tensor) and x.ndim == 4:
             shrink = 2 ** (self.blocks - 1)  # the max-pools round up
             cells = math.ceil(x.shape[2] / shrink) * math.ceil(x.shape[3] / shrink)
-        x = _check_images(x, self.in_channels, self.features[0][0].weight, cells)
+        x = _check_images(x, self.in_channels, self.features[0][0].weight, cells, self.check_values)
         return self.features(x).mean((2, 3))
 
 # %% ../nbs/models.ipynb #be15bf53
@@ -133,15 +137,16 @@ class ProjectionHead(nn.Module):
                                  nn.ReLU(inplace=True),
                                  nn.Linear(hidden_dim, out_dim))
         self.in_dim, self.out_dim, self.norm = in_dim, out_dim, norm
+        self.check_values = True  # False (see `values_unchecked`): no pass over the input's values
 
     def forward(self, h: Tensor) -> Tensor: # (N, out_dim)
-        check_tensor(h, 'h', ndim=2, dtype='float', nonempty=True, finite=True)
+        check_tensor(h, 'h', ndim=2, dtype='float', nonempty=True, finite=self.check_values)
         if h.shape[1] != self.in_dim:
             raise ValueError(f"h must have shape (N, {self.in_dim}), got {tuple(h.shape)}")
         if self.training and self.norm == 'batch' and len(h) < 2:
             raise ValueError("h holds one vector: BatchNorm in training mode needs a batch of "
                              "at least 2; use eval mode for a single vector")
-        return self.net(_cast(h, 'h', self.net[0].weight.dtype))
+        return self.net(_cast(h, 'h', self.net[0].weight.dtype, self.check_values))
 
 # %% ../nbs/models.ipynb #f997fc64
 def _check_resnet_input(model: nn.Module, args: tuple) -> tuple:
@@ -150,7 +155,9 @@ def _check_resnet_input(model: nn.Module, args: tuple) -> tuple:
     cells = None
     if model.training and model.norm == 'batch' and isinstance(x, Tensor) and x.ndim == 4:
         cells = math.ceil(x.shape[2] / 8) * math.ceil(x.shape[3] / 8)
-    return (_check_images(x, model.conv1.in_channels, model.conv1.weight, cells), *args[1:])
+    checked = _check_images(x, model.conv1.in_channels, model.conv1.weight, cells,
+                            model.check_values)
+    return (checked, *args[1:])
 
 def resnet18_small(
     in_channels: int = 3, # image channels
@@ -164,6 +171,27 @@ def resnet18_small(
     model.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
     nn.init.kaiming_normal_(model.conv1.weight, mode='fan_out', nonlinearity='relu')
     model.maxpool, model.fc = nn.Identity(), nn.Identity()
-    model.feature_dim, model.norm = 512, norm
+    model.feature_dim, model.norm, model.check_values = 512, norm, True
     model.register_forward_pre_hook(_check_resnet_input)
     return model
+
+# %% ../nbs/models.ipynb #0c42e3e9
+class values_unchecked:
+    "Inside `with values_unchecked(module):` this page's networks in `module` skip value checks."
+    def __init__(self,
+                 module: nn.Module, # a network, or a module holding several (a training method)
+                ):
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+        self.module, self._switched = module, []
+
+    def __enter__(self) -> nn.Module: # the module
+        # Only the networks that check now: a nested block leaves them to the outer one.
+        self._switched = [m for m in self.module.modules()
+                          if getattr(m, 'check_values', None) is True]
+        for m in self._switched: m.check_values = False
+        return self.module
+
+    def __exit__(self, *exc) -> None:
+        for m in self._switched: m.check_values = True
+        self._switched = []

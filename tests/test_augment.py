@@ -416,3 +416,19 @@ def test_object_kept_sums_half_precision_masks_in_float32_and_refuses_fractions_
     assert kept.dtype == torch.float16
     torch.testing.assert_close(kept.float(), torch.tensor([1.0, 0.5]))
     with pytest.raises(ValueError, match='at most 1'): object_kept(masks.float() * 1e38, boxes)
+
+def test_augment_batch_check_values_false_is_the_same_views_without_the_value_check(shapes):
+    "The trainer's fast path (issue 24): identical views; shapes and dtypes still checked; values not."
+    policy = AugmentationPolicy()
+    checked = augment_batch(shapes.images[:16], policy, torch.Generator().manual_seed(2))
+    fast = augment_batch(shapes.images[:16], policy, torch.Generator().manual_seed(2), check_values=False)
+    assert torch.equal(fast, checked)
+    pixels = (shapes.images[:4] * 255).round().to(torch.uint8)
+    assert torch.equal(augment_batch(pixels, policy, torch.Generator().manual_seed(3), check_values=False),
+                       augment_batch(pixels, policy, torch.Generator().manual_seed(3)))
+    with pytest.raises(ValueError, match='must lie in'): augment_batch(shapes.images[:4] * 2)
+    assert augment_batch(shapes.images[:4] * 2, policy, check_values=False).shape == (4, 3, 32, 32)
+    with pytest.raises(ValueError, match='channels look last'):
+        augment_batch(torch.rand(4, 32, 32, 3), check_values=False)
+    with pytest.raises(TypeError, match='check_values must be True or False'):
+        augment_batch(shapes.images[:4], check_values='no')

@@ -176,6 +176,10 @@ def _augment():
                                                      hue=torch.full((4,), 0.05)))],
         'gaussian_blur': [Case(a.gaussian_blur, dict(images=images(), sigma=torch.full((4,), 1.0), kernel_size=3))],
         'augment_batch': [Case(a.augment_batch, dict(images=images(), policy=_small_policy(), generator=gen()),
+                               deterministic=False),
+                          # A loop's fast path: shapes and dtypes checked, values not (NaN in, NaN out).
+                          Case(lambda images: a.augment_batch(images, _small_policy(), gen(), check_values=False),
+                               dict(images=images()), 'values unchecked', nan_ok=('images',),
                                deterministic=False)],
         'object_kept': [Case(a.object_kept, dict(masks=masks, boxes=boxes))],
     }
@@ -323,7 +327,21 @@ def _models():
                            Case(lambda h: _seeded(m.ProjectionHead, 4, 8, 2).train()(h), dict(h=feats()), 'forward')],
         'resnet18_small': [Case(m.resnet18_small, dict(in_channels=3, norm='group'), choices=('norm',)),
                            Case(lambda x: _RESNET.eval()(x), dict(x=images(2)), 'forward')],
+        # Inside `values_unchecked` a network checks shapes and dtypes, not values: NaN in, NaN out, by design
+        # (a loop's loss check catches it).
+        'values_unchecked': [Case(lambda module: _unchecked(module, images()),
+                                  dict(module=_seeded(m.SmallCNN, width=4, blocks=2))),
+                             Case(lambda x: _unchecked(_seeded(m.SmallCNN, width=4, blocks=2).train(), x),
+                                  dict(x=images()), 'SmallCNN forward', nan_ok=('x',)),
+                             Case(lambda h: _unchecked(_seeded(m.ProjectionHead, 4, 8, 2).train(), h),
+                                  dict(h=feats()), 'ProjectionHead forward', nan_ok=('h',)),
+                             Case(lambda x: _unchecked(_RESNET.eval(), x), dict(x=images(2)), 'resnet forward',
+                                  nan_ok=('x',))],
     }
+
+def _unchecked(module, x):
+    "`module(x)` inside `values_unchecked(module)`."
+    with _mod('models').values_unchecked(module) as net: return net(x)
 
 def _seeded(cls, *args, **kwargs):
     "A module built from a fixed seed, so two calls give the same weights."

@@ -249,3 +249,42 @@ def test_inputs_beyond_the_model_dtype_raise_instead_of_giving_nan(build, shape,
     assert torch.isfinite(model(x)).all()  # in range: cast, as before
     with pytest.raises(ValueError, match=f'{name} has values up to'): model(x * 1e300)
     with pytest.raises(ValueError, match=f'{name} has values up to'): model.half()(x.float() * 1e6)
+
+# --- values_unchecked (issue 24: checks at the door) -----------------------------------------------------------------
+
+def test_values_unchecked_skips_only_the_value_checks():
+    "Inside the block: NaN goes through, shapes and dtypes are still refused, the numbers do not change."
+    from contrastive_nb.models import values_unchecked
+    torch.manual_seed(0)
+    net = nn.Sequential(SmallCNN(width=4, blocks=2), ProjectionHead(8, 16, 4))
+    x = torch.rand(4, 3, 16, 16)
+    expected = net(x)
+    nan = torch.full((2, 3, 8, 8), float('nan'))
+    with values_unchecked(net) as inside:
+        assert inside is net
+        assert torch.equal(net(x), expected)
+        assert net[0](nan).isnan().all()
+        with pytest.raises(TypeError, match='x must be floating-point'): net(x.to(torch.uint8))
+        with pytest.raises(ValueError, match=r'shape \(N, 3, H, W\)'): net(x[:, :1])
+        with pytest.raises(ValueError, match=r'h must have shape'): net[1](torch.rand(4, 5))
+        with values_unchecked(net[0]): pass  # a nested block leaves the switch to the outer one
+        assert not net[0].check_values
+    assert net[0].check_values and net[1].check_values
+    with pytest.raises(ValueError, match='x contains NaN or inf'): net(nan)
+
+def test_values_unchecked_restores_after_an_error_and_reaches_copies():
+    from contrastive_nb.models import values_unchecked
+    enc = SmallCNN(width=4, blocks=2)
+    holder = nn.ModuleDict({'online': enc, 'target': copy.deepcopy(enc)})  # as MoCo's momentum encoder
+    with pytest.raises(RuntimeError, match='boom'), values_unchecked(holder):
+        assert not holder['online'].check_values and not holder['target'].check_values
+        raise RuntimeError('boom')
+    assert holder['online'].check_values and holder['target'].check_values
+    with pytest.raises(TypeError, match='module must be a torch.nn.Module'): values_unchecked(None)
+
+def test_widening_casts_are_not_value_checked():
+    "float16 input to a float32 network cannot overflow, so only the narrowing cast reads the values."
+    enc = SmallCNN(width=4, blocks=2).eval()
+    x = torch.rand(2, 3, 8, 8)
+    assert torch.equal(enc(x.half()), enc(x.half().float()))
+    with pytest.raises(ValueError, match='beyond the range'): SmallCNN(width=4, blocks=2).half()(x * 1e6)
