@@ -134,7 +134,7 @@ class TwoViewMethod(ContrastiveMethod):
     def __init__(self,
                  encoder: nn.Module, # (B, C, H, W) -> (B, F) features
                  head: nn.Module, # (B, F) -> (B, D) embeddings
-                 options: MethodOptions | None = None, # the method's settings (default: its defaults)
+                 options: MethodOptions | None = None, # its settings (None: the defaults)
                  setup: MethodSetup | None = None, # what the run is (unused by most methods)
                 ):
         super().__init__()
@@ -231,6 +231,8 @@ def register_method(
     return builder
 
 # %% ../nbs/methods.ipynb #eeb45489
+def _sha256(path: Path) -> str: return hashlib.sha256(path.read_bytes()).hexdigest()
+
 def _load_file_method(name: str) -> MethodSpec:
     "Read FILE.py:CLASS: the class must be a ContrastiveMethod (or have a builder's signature)."
     file, _, attr = name.rpartition(':')
@@ -238,8 +240,7 @@ def _load_file_method(name: str) -> MethodSpec:
     if path.suffix != '.py' or not attr.isidentifier():
         raise ValueError(f"a method from a file is named FILE.py:CLASS, got {name!r}")
     if not path.is_file(): raise ValueError(f"method file {file} does not exist")
-    content = path.read_bytes()
-    digest = hashlib.sha256(content).hexdigest()
+    digest = _sha256(path)
     module_name = f"contrastive_nb_method_{digest[:16]}"  # one module per content
     module = sys.modules.get(module_name)
     if module is None:
@@ -278,7 +279,7 @@ def method_spec(
         importlib.import_module(BUILTIN_METHODS[name][0])  # its lesson registers it
     if name in METHODS:
         spec = METHODS[name]
-        if spec.source and hashlib.sha256(Path(spec.source).read_bytes()).hexdigest() != spec.sha256:
+        if spec.source and _sha256(Path(spec.source)) != spec.sha256:
             return _load_file_method(name)  # the file changed since: read it again
         return spec
     if ':' in name and name.split(':')[0].endswith('.py'): return _load_file_method(name)

@@ -223,7 +223,8 @@ class MoCo(ContrastiveMethod):
 
     def _encode(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
         "Embeddings of `x`, one forward pass per sub-batch: BatchNorm sees one at a time."
-        return torch.cat([self.embed(encoder, head, part) for part in x.tensor_split(self.bn_splits)])
+        parts = x.tensor_split(self.bn_splits)
+        return torch.cat([self.embed(encoder, head, part) for part in parts])
 
     @torch.no_grad()
     def _keys(self, x: Tensor, generator: torch.Generator | None) -> Tensor:

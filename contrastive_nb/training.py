@@ -31,7 +31,8 @@ from .data import ImageDataset, load_cifar10, load_digits, load_stl10, make_shap
 from .evaluate import embed, knn_accuracy
 from .methods import (Batch, MethodOptions, MethodSetup, method_spec,
                                     settings_from_dict)
-from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
+from .models import (NORMS, ProjectionHead, SmallCNN, resnet18_small,
+                                   values_unchecked)
 
 # %% auto #0
 __all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'TRAIN_POLICY', 'CHECKPOINT_FORMAT',
@@ -638,6 +639,7 @@ class Trainer:
         self.monitors = _check_monitors(monitors)
         spec = method_spec(config.method)
         self.method_file = {'path': spec.source, 'sha256': spec.sha256} if spec.source else None
+        if self.world_size > 1 and self.method_file: self._check_same_file()
         setup = MethodSetup(n_train=len(train), batch_size=self.local_batch,
                             embed_dim=config.embed_dim, seed=config.seed,
                             world_size=self.world_size)
@@ -694,6 +696,14 @@ class Trainer:
         for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
             group['lr'] = base * self._lr_factor(self.step)  # the new segment's first rate
 
+    def _check_same_file(self) -> None:
+        "Under torchrun every process reads the method's file itself: the same content, or stop."
+        hashes = [None] * self.world_size
+        dist.all_gather_object(hashes, self.method_file['sha256'])
+        if len(set(hashes)) > 1:
+            raise ValueError(f"the processes read different versions of the method file "
+                             f"{self.method_file['path']}: give every process the same file")
+
     def _broadcast(self, tensors: Iterator[Tensor]) -> None:
         "Rank 0's values of `tensors` in every process."
         with torch.no_grad():
@@ -714,7 +724,8 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=self.dtype)
 
     def _views(self, batch: Tensor) -> list[Tensor]:
-        views = [augment_batch(batch, self.policy, self.view_generator)
+        # the images were checked once, at the door (ImageDataset); no per-step read of their values
+        views = [augment_batch(batch, self.policy, self.view_generator, check_values=False)
                  for _ in range(self.method.n_views)]
         if self.config.channels_last:
             views = [v.contiguous(memory_format=torch.channels_last) for v in views]
@@ -730,7 +741,8 @@ class Trainer:
         views = self._views(self.images[idx])
         self.optimizer.zero_grad(set_to_none=True)
         batch = Batch(views, idx, self.labels[idx], self.view_generator)
-        loss = self.method.loss_backward(batch, self.scaler.scale)
+        with values_unchecked(self.method):  # the networks' value checks: the loss is read below
+            loss = self.method.loss_backward(batch, self.scaler.scale)
         if self.world_size > 1: loss = self._average_gradients(loss)
         value = loss.item()
         if not math.isfinite(value):  # the mean over processes: they all stop together

@@ -105,8 +105,6 @@ def step_reads(monkeypatch, trainer) -> collections.Counter:
 TRAIN_STEP_BUDGET = 3
 MY_SITES = {'augment.py', 'models.py'}
 
-@pytest.mark.xfail(strict=True, reason="until the trainer runs its step with the checks at the door: "
-                   "augment_batch(..., check_values=False) and the loss inside models.values_unchecked(method)")
 def test_train_step_budget(monkeypatch):
     counts = step_reads(monkeypatch, _trainer())
     assert sum(counts.values()) <= TRAIN_STEP_BUDGET, dict(counts)

@@ -1,0 +1,114 @@
+"""A method of the user's own, in a file outside the package: it trains through the Trainer and the command line,
+lists and checks its options, survives a SIGKILL with a bit-identical resume, and refuses to resume from an edited
+file."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+from conftest import ROOT
+from contrastive_nb.training import TrainConfig, Trainer, latest_checkpoint
+
+METHOD = textwrap.dedent('''
+    """Wang & Isola (2020): pull the two views together, spread the batch over the sphere."""
+    import dataclasses
+
+    from contrastive_nb.methods import MethodOptions, TwoViewMethod
+    from contrastive_nb.similarity import alignment, uniformity
+
+    @dataclasses.dataclass(frozen=True)
+    class AlignUniformOptions(MethodOptions):
+        weight: float = 1.0 # weight of the uniformity term
+        t: float = 2.0 # the uniformity's scale t
+
+        def __post_init__(self):
+            if not self.weight >= 0: raise ValueError(f"weight must be at least 0, got {self.weight}")
+
+    class AlignUniform(TwoViewMethod):
+        Options = AlignUniformOptions
+
+        def pair_loss(self, z1, z2, batch):
+            spread = (uniformity(z1, self.options.t) + uniformity(z2, self.options.t)) / 2
+            return alignment(z1, z2) + self.options.weight * spread
+    ''')
+
+TINY = ['--n-train', '200', '--n-test', '16', '--augment.size', '16', '--width', '8', '--blocks', '2',
+        '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '16', '--epochs', '4', '--threads', '1',
+        '--progress', 'false', '--knn-every', '2', '--checkpoint-every', '7']
+
+def env() -> dict:
+    return {**os.environ, 'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}
+
+def cli(*args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'contrastive_nb.cli', *map(str, args)], cwd=cwd, env=env(),
+                          capture_output=True, text=True, timeout=300)
+
+@pytest.fixture
+def method_file(tmp_path):
+    path = tmp_path / 'align_uniform.py'
+    path.write_text(METHOD)
+    return path
+
+def test_a_method_from_a_file_trains_through_the_trainer(method_file):
+    config = TrainConfig(method=f'{method_file}:AlignUniform', options={'weight': 0.5}, n_train=40, n_test=16,
+                         augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8, batch_size=8,
+                         epochs=1, knn_every=0, progress=False)
+    trainer = Trainer(config)
+    assert type(trainer.method).__name__ == 'AlignUniform' and trainer.method.options.weight == 0.5
+    before = [p.detach().clone() for p in trainer.parameters]
+    losses = [trainer.train_step() for _ in range(3)]
+    assert all(torch.isfinite(torch.tensor(losses))) and len(set(losses)) == 3
+    assert any(not torch.equal(a, b) for a, b in zip(before, trainer.parameters))
+    state = trainer.state_dict()
+    assert state['method_file']['path'] == str(method_file.resolve()) and len(state['method_file']['sha256']) == 64
+    with pytest.raises(ValueError, match='weight must be at least 0'):
+        TrainConfig(method=f'{method_file}:AlignUniform', options={'weight': -1.0})
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['temperature'\] for AlignUniformOptions"):
+        TrainConfig(method=f'{method_file}:AlignUniform', options={'temperature': 0.1})
+
+@pytest.mark.slow
+def test_help_lists_the_file_methods_options_and_bad_values_stop_in_one_line(method_file, tmp_path):
+    out = cli('train', '--method', f'{method_file.name}:AlignUniform', '--help', cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    text = ' '.join(out.stdout.split())
+    assert '--options.weight FLOAT weight of the uniformity term (default: 1.0)' in text
+    assert '--options.t FLOAT' in text and '--options.temperature' not in text
+    out = cli('train', '--method', f'{method_file.name}:AlignUniform', '--options.weight', '-2', *TINY,
+              '--run-dir', 'bad', cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        'contrastive-nb train: error: weight must be at least 0, got -2.0']
+    assert not (tmp_path / 'bad').exists()  # refused before any work
+    out = cli('train', '--method', 'missing.py:AlignUniform', cwd=tmp_path)
+    assert out.returncode == 2 and 'method file missing.py does not exist' in out.stderr
+
+@pytest.mark.slow
+def test_sigkill_then_resume_is_bit_identical_and_an_edited_file_is_refused(method_file, tmp_path):
+    args = ['--method', f'{method_file.name}:AlignUniform', '--options.weight', '0.5', *TINY]
+    out = cli('train', *args, '--run-dir', 'whole', cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    proc = subprocess.Popen([sys.executable, '-m', 'contrastive_nb.cli', 'train', *args, '--run-dir', 'killed'],
+                            cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while latest_checkpoint(tmp_path / 'killed') is None and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    state = torch.load(latest_checkpoint(tmp_path / 'killed'), weights_only=True)
+    assert state['step'] < 40 and state['method_file']['path'] == str(method_file.resolve())
+    assert json.loads((tmp_path / 'killed' / 'config.json').read_text())['options'] == {'weight': 0.5, 't': 2.0}
+    method_file.write_text(METHOD.replace('weight: float = 1.0', 'weight: float = 2.0'))  # edited since
+    out = cli('train', '--resume', 'killed', cwd=tmp_path)
+    assert out.returncode == 2 and 'has changed since the run was trained' in out.stderr
+    method_file.write_text(METHOD)  # restored: the run goes on
+    out = cli('train', '--resume', 'killed', cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    weights = lambda run: torch.load(latest_checkpoint(tmp_path / run), weights_only=True)['model']
+    whole, resumed = weights('whole'), weights('killed')
+    assert whole.keys() == resumed.keys() and all(torch.equal(whole[k], resumed[k]) for k in whole)
