@@ -20,11 +20,13 @@ from tqdm import tqdm
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
                                     check_seed, check_temperature, check_tensor)
 from .augment import AugmentationPolicy, augment_batch
-from .methods import Batch, MethodOptions, TwoViewMethod, register_method
+from .methods import (Batch, ContrastiveMethod, MethodOptions, TwoViewMethod,
+                                    register_method)
 from .similarity import _unit
 
 # %% auto #0
-__all__ = ['REDUCTIONS', 'floor_at_zero', 'info_nce', 'nt_xent', 'train_on_pairs', 'train_simclr', 'SimCLROptions', 'SimCLR']
+__all__ = ['REDUCTIONS', 'floor_at_zero', 'info_nce', 'nt_xent', 'train_method', 'PairLoss', 'train_on_pairs', 'SimCLROptions',
+           'SimCLR', 'train_simclr']
 
 # %% ../nbs/03_infonce.ipynb #bf007a0c
 REDUCTIONS = ('mean', 'sum', 'none')
@@ -241,17 +243,17 @@ def _row_logsumexp(
     return exp.sum(1).log_() + shift
 
 # %% ../nbs/03_infonce.ipynb #84d6fbea
-def _check_training(pair_loss, parameters, images, epochs, batch_size, lr, weight_decay,
-                    seed) -> list[Tensor]:
-    "Validate `train_on_pairs`' arguments before any work; return the parameters as a list."
-    if not callable(pair_loss):
-        raise TypeError(f"pair_loss must be callable, got {type(pair_loss).__name__}")
-    if isinstance(parameters, Tensor):
-        raise TypeError("parameters must be an iterable of tensors such as model.parameters(), "
-                        "not one tensor")
-    parameters = list(parameters)
-    if not parameters: raise ValueError("parameters is empty: there is nothing to train")
+def _check_training(method, images, labels, epochs, batch_size, lr, weight_decay, seed) -> None:
+    "Validate `train_method`'s arguments before any work."
+    if not isinstance(method, ContrastiveMethod):
+        raise TypeError(f"method must be a ContrastiveMethod (the methods tools page), got "
+                        f"{type(method).__name__}")
+    if not method.parameters_to_train(): raise ValueError("the method has nothing to train")
     check_tensor(images, 'images', ndim=4, nonempty=True)
+    if labels is not None:
+        check_tensor(labels, 'labels', ndim=1, dtype='int')
+        if len(labels) != len(images):
+            raise ValueError(f"labels has {len(labels)} rows for {len(images)} images")
     check_positive_int(epochs, 'epochs')
     check_positive_int(batch_size, 'batch_size')
     if min(batch_size, len(images)) < 2:
@@ -260,84 +262,93 @@ def _check_training(pair_loss, parameters, images, epochs, batch_size, lr, weigh
     check_number(lr, 'lr', low=0.0, low_open=True)
     check_number(weight_decay, 'weight_decay', low=0.0)
     check_seed(seed)
-    return parameters
 
-def _loss_value(loss, step: int) -> float:
-    "The loss as a float; a non-scalar or non-finite loss raises instead of training on it."
+def _scalar(loss) -> Tensor:
+    "The loss to differentiate, if it is one: a scalar tensor (else a clear error, not torch's)."
     if not isinstance(loss, Tensor) or loss.ndim != 0:
         got = tuple(loss.shape) if isinstance(loss, Tensor) else type(loss).__name__
-        raise ValueError(f"pair_loss must return a scalar tensor, got {got}")
+        raise ValueError(f"the method's loss must be a scalar tensor, got {got}")
+    return loss
+
+def _loss_value(loss: Tensor, step: int) -> float:
+    "The loss as a float; a non-finite loss raises instead of training on it."
     value = loss.item()
     if not math.isfinite(value):
         raise FloatingPointError(f"the loss is {value} at step {step}: lower lr, check the inputs")
     return value
 
 # %% ../nbs/03_infonce.ipynb #ef6c1274
+def train_method(
+    method: ContrastiveMethod, # its networks are trained in place; see the `methods` page
+    images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
+    policy: AugmentationPolicy = AugmentationPolicy(), # how each view is drawn
+    epochs: int = 10, # passes over the images
+    batch_size: int = 256, # sources per step
+    lr: float = 1e-3, # Adam's learning rate
+    weight_decay: float = 1e-6, # Adam's weight decay
+    seed: int = 0, # shuffling, augmentation (and what the method draws) are reproducible from it
+    progress: bool = True, # show a progress bar
+    desc: str = 'training', # the progress bar's label
+    labels: Tensor | None = None, # (N,) classes, for a supervised method (default: all 0)
+    callback: Callable[[int], None] | None = None, # called with the step number after each step
+) -> pd.DataFrame: # one row per step: epoch, step, loss
+    "The loop of every method: reshuffle, draw the method's views of each batch, one Adam step."
+    _check_training(method, images, labels, epochs, batch_size, lr, weight_decay, seed)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    generator = torch.Generator().manual_seed(seed)
+    optimiser = torch.optim.Adam(method.parameters_to_train(), lr=lr, weight_decay=weight_decay)
+    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch: BatchNorm
+    if labels is None: labels = torch.zeros(len(images), dtype=torch.long, device=images.device)
+    method.train()
+    history = []
+    with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc,
+              mininterval=2) as bar:
+        for epoch in range(epochs):
+            order = torch.randperm(len(images), generator=generator).to(images.device)
+            for i in range(steps_per_epoch):
+                step, idx = epoch * steps_per_epoch + i, order[i * batch_size:(i + 1) * batch_size]
+                views = [augment_batch(images[idx], policy, generator)
+                         for _ in range(method.n_views)]
+                optimiser.zero_grad(set_to_none=True)
+                loss = method.loss_backward(Batch(views, idx, labels[idx], generator), _scalar)
+                value = _loss_value(loss, step)
+                optimiser.step()
+                method.after_step()
+                history.append((epoch, step, value))
+                bar.update()
+                bar.set_postfix(loss=f'{value:.3f}', refresh=False)
+                if callback is not None: callback(step)
+    return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
+
+# %% ../nbs/03_infonce.ipynb #3cf7312f
+class PairLoss(ContrastiveMethod):
+    "A method made of a two-view loss function and the parameters it trains."
+    def __init__(self, pair_loss: Callable, parameters: list[Tensor]):
+        super().__init__()
+        self.pair_loss, self._trained = pair_loss, parameters
+
+    def loss(self, batch: Batch) -> Tensor:
+        return self.pair_loss(batch.views[0], batch.views[1], batch.generator)
+
+    def parameters_to_train(self) -> list[Tensor]: return self._trained
+
 def train_on_pairs(
     pair_loss: Callable[[Tensor, Tensor, torch.Generator], Tensor], # (view 1, view 2, gen.) -> loss
     parameters: Iterable[Tensor], # what Adam trains
     images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
     policy: AugmentationPolicy = AugmentationPolicy(), # how each of the two views is drawn
-    epochs: int = 10, # passes over the images
-    batch_size: int = 256, # sources per step
-    lr: float = 1e-3, # Adam's learning rate
-    weight_decay: float = 1e-6, # Adam's weight decay
-    seed: int = 0, # shuffling, augmentation (and what `pair_loss` draws) are reproducible from it
-    progress: bool = True, # show a progress bar
-    desc: str = 'training', # the progress bar's label
+    **options, # passed on to `train_method`: epochs, batch_size, lr, weight_decay, seed, ...
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
-    "The loop of every two-view method: reshuffle, draw two views of each batch, one Adam step."
-    parameters = _check_training(pair_loss, parameters, images, epochs, batch_size, lr,
-                                 weight_decay, seed)
-    generator = torch.Generator().manual_seed(seed)
-    optimiser = torch.optim.Adam(parameters, lr=lr, weight_decay=weight_decay)
-    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch: BatchNorm
-    history = []
-    total = epochs * steps_per_epoch
-    with tqdm(total=total, disable=not progress, desc=desc, mininterval=2) as bar:
-        for epoch in range(epochs):
-            order = torch.randperm(len(images), generator=generator)
-            for step in range(steps_per_epoch):
-                batch = images[order[step * batch_size:(step + 1) * batch_size]]
-                view1, view2 = (augment_batch(batch, policy, generator) for _ in range(2))
-                loss = pair_loss(view1, view2, generator)
-                value = _loss_value(loss, epoch * steps_per_epoch + step)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                history.append((epoch, epoch * steps_per_epoch + step, value))
-                bar.update()
-                bar.set_postfix(loss=f'{value:.3f}', refresh=False)
-    return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
-
-# %% ../nbs/03_infonce.ipynb #fc6eb78d
-def train_simclr(
-    encoder: nn.Module, # maps (B, 3, H, W) images to (B, F) features
-    head: nn.Module, # projection head (B, F) -> (B, D); the loss sees its output
-    images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
-    policy: AugmentationPolicy = AugmentationPolicy(), # how each of the two views is drawn
-    epochs: int = 10, # passes over the images
-    batch_size: int = 256, # sources per step; the loss sees 2 × batch_size views
-    temperature: float = 0.5, # NT-Xent's τ
-    **options, # passed on to `train_on_pairs`: lr, weight_decay, seed, progress, desc
-) -> pd.DataFrame: # one row per step: epoch, step, loss
-    "Train `encoder` and `head` with NT-Xent on two augmented views of each image."
-    for name, module in (('encoder', encoder), ('head', head)):
-        if not isinstance(module, nn.Module):
-            raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
-    check_tensor(images, 'images', ndim=4)
-    if len(images) < 2:
-        raise ValueError(f"images must hold at least 2 images to form negatives, got {len(images)}")
-    if check_positive_int(batch_size, 'batch_size') < 2:
-        raise ValueError("batch_size must be at least 2: a view needs negatives")
-    check_temperature(temperature)
-    encoder.train()
-    head.train()
-    def simclr_loss(view1: Tensor, view2: Tensor, generator: torch.Generator) -> Tensor:
-        return nt_xent(head(encoder(view1)), head(encoder(view2)), temperature=temperature)
-    parameters = [*encoder.parameters(), *head.parameters()]
-    return train_on_pairs(simclr_loss, parameters, images, policy, epochs=epochs,
-                          batch_size=batch_size, **{'desc': 'SimCLR', **options})
+    "Train `parameters` on a two-view loss function with `train_method`'s loop."
+    if not callable(pair_loss):
+        raise TypeError(f"pair_loss must be callable, got {type(pair_loss).__name__}")
+    if isinstance(parameters, Tensor):
+        raise TypeError("parameters must be an iterable of tensors such as model.parameters(), "
+                        "not one tensor")
+    parameters = list(parameters)
+    if not parameters: raise ValueError("parameters is empty: there is nothing to train")
+    return train_method(PairLoss(pair_loss, parameters), images, policy, **options)
 
 # %% ../nbs/03_infonce.ipynb #587831b2
 @dataclasses.dataclass(frozen=True)
@@ -359,3 +370,27 @@ class SimCLR(TwoViewMethod):
         return nt_xent(z1, z2, temperature=o.temperature, chunk_size=o.chunk_size or None)
 
 register_method('simclr', SimCLR)
+
+# %% ../nbs/03_infonce.ipynb #fc6eb78d
+def train_simclr(
+    encoder: nn.Module, # maps (B, 3, H, W) images to (B, F) features
+    head: nn.Module, # projection head (B, F) -> (B, D); the loss sees its output
+    images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
+    policy: AugmentationPolicy = AugmentationPolicy(), # how each of the two views is drawn
+    epochs: int = 10, # passes over the images
+    batch_size: int = 256, # sources per step; the loss sees 2 × batch_size views
+    temperature: float = 0.5, # NT-Xent's τ
+    **options, # passed on to `train_method`: lr, weight_decay, seed, progress, desc
+) -> pd.DataFrame: # one row per step: epoch, step, loss
+    "Train `encoder` and `head` with NT-Xent on two augmented views of each image."
+    for name, module in (('encoder', encoder), ('head', head)):
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+    check_tensor(images, 'images', ndim=4)
+    if len(images) < 2:
+        raise ValueError(f"images must hold at least 2 images to form negatives, got {len(images)}")
+    if check_positive_int(batch_size, 'batch_size') < 2:
+        raise ValueError("batch_size must be at least 2: a view needs negatives")
+    method = SimCLR(encoder, head, SimCLROptions(temperature=temperature))
+    return train_method(method, images, policy, epochs=epochs, batch_size=batch_size,
+                        **{'desc': 'SimCLR', **options})

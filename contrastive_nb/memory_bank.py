@@ -19,15 +19,15 @@ from ._checks import (
     check_choice, check_indices, check_int, check_number, check_positive_int, check_probability,
     check_temperature, check_tensor, check_seed)
 from .evaluate import embed
-from .infonce import info_nce
+from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
                                     register_method)
 from .augment import AugmentationPolicy, augment_batch
 from .similarity import l2_normalize
 
 # %% auto #0
-__all__ = ['momentum_blend', 'merge_duplicates', 'negative_indices', 'shared_negative_indices', 'MemoryBank', 'train_memory_bank',
-           'MemoryBankOptions', 'MemoryBankMethod', 'build_memory_bank_method', 'bank_staleness']
+__all__ = ['momentum_blend', 'merge_duplicates', 'negative_indices', 'shared_negative_indices', 'MemoryBank', 'MemoryBankOptions',
+           'MemoryBankMethod', 'build_memory_bank_method', 'train_memory_bank', 'bank_staleness']
 
 # %% ../nbs/05_memory_bank.ipynb #4f4bc1d1
 def momentum_blend(
@@ -208,6 +208,63 @@ class MemoryBank(nn.Module):
         "K negatives for the whole batch, none a query's own row, in the (K, D) form."
         return self.memory[shared_negative_indices(self._rows(indices), len(self), k, generator)]
 
+# %% ../nbs/05_memory_bank.ipynb #f9d624d5
+@dataclasses.dataclass(frozen=True)
+class MemoryBankOptions(MethodOptions):
+    "The memory bank method's own settings."
+    temperature: float = 0.2 # τ of InfoNCE
+    k: int = 256 # negatives per step, drawn from the bank (one draw shared by the batch)
+    momentum: float = 0.5 # momentum m of the stored rows
+    negatives: str = 'shared' # 'shared': one (K, D) draw per batch; 'per-query': (B, K, D)
+
+    def __post_init__(self):
+        check_choice(self.negatives, 'negatives', ('shared', 'per-query'))
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    k=check_positive_int(self.k, 'k'),
+                    momentum=check_probability(self.momentum, 'momentum'))
+
+class MemoryBankMethod(ContrastiveMethod):
+    "Instance discrimination against a memory bank: one view, its row and k others from the bank."
+    Options, n_views, per_process_state = MemoryBankOptions, 1, 'a memory bank'
+
+    def __init__(self, encoder: nn.Module, head: nn.Module, bank: MemoryBank,
+                 options: MemoryBankOptions):
+        super().__init__()
+        self.encoder, self.head, self.bank, self.options = encoder, head, bank, options
+        self._pending = None  # this step's rows and embeddings, written after the step
+
+    def loss(self, batch: Batch) -> Tensor:
+        query = self.embed(self.encoder, self.head, batch.views[0])
+        # Read before writing: positive and negatives must not contain this step's queries.
+        o, rows = self.options, batch.indices
+        draw = (self.bank.sample_shared_negatives if o.negatives == 'shared'
+                else self.bank.sample_negatives)
+        negatives = draw(rows, o.k, batch.generator)
+        self._pending = (rows, query)
+        return info_nce(query, self.bank(rows), negatives, o.temperature)
+
+    def after_step(self) -> None:
+        rows, query = self._pending
+        self.bank.update(rows, query)
+        self._pending = None
+
+# %% ../nbs/05_memory_bank.ipynb #f90fa629
+def build_memory_bank_method(
+    encoder: nn.Module, # (B, 3, H, W) -> (B, F) features
+    head: nn.Module, # (B, F) -> (B, D) embeddings, the bank's rows
+    options: MemoryBankOptions, # the method's settings
+    setup: MethodSetup, # the run: n_train rows, the batch size, the width D, the seed
+) -> MemoryBankMethod: # with a fresh bank of seeded unit rows
+    "A memory-bank method for a run: one row per training image, negatives drawn outside the batch."
+    room = setup.n_train - setup.batch_size
+    if options.k > room:
+        raise ValueError(f"k ({options.k}) must be at most n_train − batch_size = {room}: "
+                         "negatives are drawn outside the batch")
+    bank = MemoryBank(setup.n_train, setup.embed_dim, options.momentum, seed=setup.seed)
+    return MemoryBankMethod(encoder, head, bank, options)
+
+register_method('memory_bank', build_memory_bank_method, MemoryBankOptions)
+
 # %% ../nbs/05_memory_bank.ipynb #a07c2cae
 def train_memory_bank(
     encoder: nn.Module, # maps (B, 3, H, W) images to (B, F) features
@@ -236,97 +293,13 @@ def train_memory_bank(
     if bank.memory.device != images.device:
         raise ValueError(f"the bank is on {bank.memory.device} but the images are on "
                          f"{images.device}; move it with bank.to(images.device)")
-    check_choice(negatives, 'negatives', ('shared', 'per-query'))
     if not isinstance(policy, AugmentationPolicy):
         raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
-    epochs = check_positive_int(epochs, 'epochs')
-    batch_size = check_int(batch_size, 'batch_size', low=2)  # BatchNorm needs two rows
-    temperature = check_temperature(temperature)
-    lr = check_number(lr, 'lr', low=0.0, low_open=True)
-    weight_decay = check_number(weight_decay, 'weight_decay', low=0.0)
-    generator = torch.Generator().manual_seed(check_seed(seed))
-    if callback is not None and not callable(callback):
-        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
-    draw = bank.sample_shared_negatives if negatives == 'shared' else bank.sample_negatives
-    optimiser = torch.optim.Adam([*encoder.parameters(), *head.parameters()], lr=lr,
-                                 weight_decay=weight_decay)
-    encoder.train()
-    head.train()
-    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch
-    history = []
-    desc = f'memory bank, K={k}, m={bank.momentum}'
-    bar = tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc, mininterval=2)
-    with bar:
-        for epoch in range(epochs):
-            order = torch.randperm(len(images), generator=generator).to(images.device)
-            for step in range(steps_per_epoch):
-                idx = order[step * batch_size:(step + 1) * batch_size]
-                query = head(encoder(augment_batch(images[idx], policy, generator)))
-                # Read before writing: positive and negatives must not contain this step's queries.
-                loss = info_nce(query, bank(idx), draw(idx, k, generator), temperature)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                bank.update(idx, query)
-                history.append((epoch, epoch * steps_per_epoch + step, loss.item()))
-                bar.update()
-                bar.set_postfix(loss=f'{loss.item():.3f}', refresh=False)
-                if callback is not None:
-                    callback(epoch * steps_per_epoch + step)
-    return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
-
-# %% ../nbs/05_memory_bank.ipynb #f9d624d5
-@dataclasses.dataclass(frozen=True)
-class MemoryBankOptions(MethodOptions):
-    "The memory bank method's own settings."
-    temperature: float = 0.2 # τ of InfoNCE
-    k: int = 256 # negatives per step, drawn from the bank (one draw shared by the batch)
-    momentum: float = 0.5 # momentum m of the stored rows
-
-    def __post_init__(self):
-        self._store(temperature=float(check_temperature(self.temperature)),
-                    k=check_positive_int(self.k, 'k'),
-                    momentum=check_probability(self.momentum, 'momentum'))
-
-class MemoryBankMethod(ContrastiveMethod):
-    "Instance discrimination against a memory bank: one view, its row and k others from the bank."
-    Options, n_views, per_process_state = MemoryBankOptions, 1, 'a memory bank'
-
-    def __init__(self, encoder: nn.Module, head: nn.Module, bank: MemoryBank,
-                 options: MemoryBankOptions):
-        super().__init__()
-        self.encoder, self.head, self.bank, self.options = encoder, head, bank, options
-        self._pending = None  # this step's rows and embeddings, written after the step
-
-    def loss(self, batch: Batch) -> Tensor:
-        query = self.embed(self.encoder, self.head, batch.views[0])
-        # Read before writing: positive and negatives must not contain this step's queries.
-        o, rows = self.options, batch.indices
-        negatives = self.bank.sample_shared_negatives(rows, o.k, batch.generator)
-        self._pending = (rows, query)
-        return info_nce(query, self.bank(rows), negatives, o.temperature)
-
-    def after_step(self) -> None:
-        rows, query = self._pending
-        self.bank.update(rows, query)
-        self._pending = None
-
-# %% ../nbs/05_memory_bank.ipynb #f90fa629
-def build_memory_bank_method(
-    encoder: nn.Module, # (B, 3, H, W) -> (B, F) features
-    head: nn.Module, # (B, F) -> (B, D) embeddings, the bank's rows
-    options: MemoryBankOptions, # the method's settings
-    setup: MethodSetup, # the run: n_train rows, the batch size, the width D, the seed
-) -> MemoryBankMethod: # with a fresh bank of seeded unit rows
-    "A memory-bank method for a run: one row per training image, negatives drawn outside the batch."
-    room = setup.n_train - setup.batch_size
-    if options.k > room:
-        raise ValueError(f"k ({options.k}) must be at most n_train − batch_size = {room}: "
-                         "negatives are drawn outside the batch")
-    bank = MemoryBank(setup.n_train, setup.embed_dim, options.momentum, seed=setup.seed)
-    return MemoryBankMethod(encoder, head, bank, options)
-
-register_method('memory_bank', build_memory_bank_method, MemoryBankOptions)
+    method = MemoryBankMethod(encoder, head, bank, MemoryBankOptions(
+        temperature=temperature, k=k, momentum=bank.momentum, negatives=negatives))
+    return train_method(method, images, policy, epochs=epochs, batch_size=batch_size, lr=lr,
+                        weight_decay=weight_decay, seed=seed, progress=progress,
+                        desc=f'memory bank, K={k}, m={bank.momentum}', callback=callback)
 
 # %% ../nbs/05_memory_bank.ipynb #b69b417d
 def bank_staleness(

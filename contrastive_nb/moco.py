@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_positive_int, check_probability,
                                     check_seed, check_temperature, check_tensor)
 from .augment import AugmentationPolicy
-from .infonce import info_nce, train_on_pairs
+from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
                                     register_method)
 from .similarity import l2_normalize
@@ -305,10 +305,10 @@ register_method('moco', build_moco, MoCoOptions)
 def train_moco(
     model: MoCo, # trained in place; only its query side is given to the optimiser
     images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
-    policy: AugmentationPolicy | None = None, # how views are drawn; None: train_on_pairs's default
+    policy: AugmentationPolicy | None = None, # how views are drawn; None: train_method's default
     epochs: int = 10, # passes over the images
     batch_size: int = 256, # sources per step, at least 2 × model.bn_splits
-    **options, # lr, weight_decay, seed, progress, desc: passed on to `train_on_pairs`
+    **options, # lr, weight_decay, seed, progress, desc: passed on to `train_method`
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Train a `MoCo` model on two augmented views of each image; return the loss of every step."
     if not isinstance(model, MoCo):
@@ -317,8 +317,8 @@ def train_moco(
     if batch_size < 2 * model.bn_splits:
         raise ValueError(f"batch_size must be at least 2 × bn_splits = {2 * model.bn_splits}, "
                          f"got {batch_size}")
-    fixed = {'pair_loss', 'parameters', 'images', 'epochs', 'batch_size'}
-    allowed = set(inspect.signature(train_on_pairs).parameters) - fixed
+    fixed = {'method', 'images', 'epochs', 'batch_size', 'labels'}
+    allowed = set(inspect.signature(train_method).parameters) - fixed
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise TypeError(f"train_moco got unknown option(s) {unknown}; it passes on "
@@ -329,8 +329,5 @@ def train_moco(
         raise ValueError(f"need at least batch_size = {batch_size} images, got {len(images)}")
     if policy is not None: options['policy'] = policy
     options.setdefault('desc', 'MoCo')
-    model.train()
-    # A MoCo model is itself a two-view loss, (view 1, view 2, generator) -> loss.
-    query_side = [p for p in model.parameters() if p.requires_grad]
-    return train_on_pairs(model, query_side, images, epochs=epochs, batch_size=batch_size,
-                          **options)
+    # A MoCo model is itself a method: it trains its query side (parameters_to_train).
+    return train_method(model, images, epochs=epochs, batch_size=batch_size, **options)

@@ -503,7 +503,7 @@ def test_training_loop_with_per_query_negatives():
     ({'negatives': 'all'}, ValueError, "negatives must be one of"),
     ({'epochs': 0}, ValueError, 'epochs must lie'),
     ({'epochs': 1.5}, TypeError, 'epochs must be an int'),
-    ({'batch_size': 1}, ValueError, r'batch_size must lie in \[2'),
+    ({'batch_size': 1}, ValueError, r'batch_size \(1\) must both be at least 2'),
     ({'temperature': 0.0}, ValueError, 'temperature'),
     ({'temperature': float('nan')}, ValueError, 'temperature'),
     ({'lr': -1e-3}, ValueError, 'lr must be'),
