@@ -133,7 +133,7 @@ def read_config_file(
         raise ValueError(f"{path} must hold a table of settings, got {type(values).__name__}")
     return values
 
-# %% ../nbs/cli.ipynb #03a67d82
+# %% ../nbs/cli.ipynb #692399bd
 def _settings(args: argparse.Namespace) -> dict:
     "The settings typed on the command line, as `TrainConfig.from_dict` reads them."
     names, given = {f.name for f in dataclasses.fields(TrainConfig)}, {}
@@ -164,6 +164,7 @@ def _method_of(argv: list[str]) -> str:
         if isinstance(values.get('method'), str): return values['method']
     return 'simclr'
 
+# %% ../nbs/cli.ipynb #dbbeb72c
 def _train(args: argparse.Namespace) -> dict:
     given = _settings(args)
     if args.resume:
@@ -190,12 +191,17 @@ def _evaluate(args: argparse.Namespace) -> dict:
     path, state = load_latest_checkpoint(args.run_dir, 'evaluate')
     values = {**state['config'], 'device': args.device, 'progress': False}
     trainer = Trainer(TrainConfig.from_dict(values))
+    saved, now = state.get('method_file'), trainer.method_file
+    if saved and now and saved['sha256'] != now['sha256']:  # the weights of another method
+        raise ValueError(f"the method file {now['path']} has changed since the run was trained: "
+                         "restore it to evaluate the run")
     trainer.method.load_state_dict(state['model'])
     trainer.step, trainer.history = state['step'], [tuple(r) for r in state['history']]
     report = {**trainer.report(), 'checkpoint': str(path)}
     (Path(args.run_dir) / 'evaluation.json').write_text(json.dumps(report, indent=1) + '\n')
     return report
 
+# %% ../nbs/cli.ipynb #e725a47d
 def _join_torchrun() -> bool:
     "Join the process group torchrun describes in the environment; False when not launched by it."
     if int(os.environ.get('WORLD_SIZE', '1')) <= 1 or dist.is_initialized(): return False
@@ -229,6 +235,7 @@ def _peer_left(e: BaseException) -> bool:
 def _raise_interrupt(signum: int, frame) -> None:
     raise KeyboardInterrupt
 
+# %% ../nbs/cli.ipynb #89400300
 def main(
     argv: list[str] | None = None, # the arguments after the program name; None: sys.argv[1:]
 ) -> int: # exit status: 0 done, 1 a peer process stopped, 2 a bad setting, 130 interrupted

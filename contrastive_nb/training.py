@@ -435,7 +435,7 @@ def load_latest_checkpoint(
                               "or train the run again")
     return found[-1], state
 
-# %% ../nbs/09_training.ipynb #7b4caeae
+# %% ../nbs/09_training.ipynb #3d52fba8
 def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
     "The encoder and projection head of a run, initialised from torch's global generator."
     if config.encoder == 'resnet18': encoder = resnet18_small(norm=config.norm)
@@ -444,6 +444,19 @@ def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
                           norm=config.norm)
     return encoder, head
 
+def _rank_seed(seed: int, rank: int) -> int:
+    "A seed of its own for each process's augmentation, from the run's seed and the rank."
+    return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
+
+def _optimizer(config: TrainConfig, parameters: list[Tensor]) -> torch.optim.Optimizer:
+    lr, wd = config.lr, config.weight_decay
+    if config.optimizer == 'adam': return torch.optim.Adam(parameters, lr=lr, weight_decay=wd)
+    if config.optimizer == 'adamw': return torch.optim.AdamW(parameters, lr=lr, weight_decay=wd)
+    if config.optimizer == 'sgd':
+        return torch.optim.SGD(parameters, lr=lr, momentum=0.9, weight_decay=wd)
+    return LARS(parameters, lr=lr, weight_decay=wd)
+
+# %% ../nbs/09_training.ipynb #3f724cad
 def _check_monitors(monitors) -> dict[str, Callable]:
     "A trainer's monitors: a dict of names (words) to callables, or None for none."
     if monitors is None: return {}
@@ -463,36 +476,6 @@ def _check_method_file(saved: dict | None, now: dict | None) -> None:
                               f"trained (sha256 {saved['sha256'][:12]}… then, "
                               f"{now['sha256'][:12]}… now): restore it, or train a new run")
 
-def _rank_seed(seed: int, rank: int) -> int:
-    "A seed of its own for each process's augmentation, from the run's seed and the rank."
-    return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
-
-def _optimizer(config: TrainConfig, parameters: list[Tensor]) -> torch.optim.Optimizer:
-    lr, wd = config.lr, config.weight_decay
-    if config.optimizer == 'adam': return torch.optim.Adam(parameters, lr=lr, weight_decay=wd)
-    if config.optimizer == 'adamw': return torch.optim.AdamW(parameters, lr=lr, weight_decay=wd)
-    if config.optimizer == 'sgd':
-        return torch.optim.SGD(parameters, lr=lr, momentum=0.9, weight_decay=wd)
-    return LARS(parameters, lr=lr, weight_decay=wd)
-
-def _rng_state(generator: torch.Generator) -> dict:
-    "Every random state a run uses, as tensors and plain values."
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    version, internal, gauss_next = random.getstate()
-    return {'torch': torch.get_rng_state(), 'generator': generator.get_state(),
-            'cuda': torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            'numpy': [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
-            'python': [version, list(internal), gauss_next]}
-
-def _set_rng_state(state: dict, generator: torch.Generator) -> None:
-    torch.set_rng_state(state['torch'])
-    generator.set_state(state['generator'])
-    if state['cuda'] and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state['cuda'])
-    kind, keys, pos, has_gauss, gauss = state['numpy']
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-    version, internal, gauss_next = state['python']
-    random.setstate((version, tuple(internal), gauss_next))
-
 def _check_datasets(datasets, batch_size: int) -> dict[str, ImageDataset]:
     "A trainer's own splits, checked at the door; grey images on three channels, as load_datasets."
     if not isinstance(datasets, dict):
@@ -511,9 +494,27 @@ def _check_datasets(datasets, batch_size: int) -> dict[str, ImageDataset]:
                          f"one batch (batch_size = {batch_size})")
     return {k: _rgb(datasets[k]) for k in ('train', 'val', 'test')}
 
-# %% ../nbs/09_training.ipynb #3ecb14e7
-RUNTIME_SETTINGS = ('data_root', 'device', 'threads', 'compile', 'progress')  # how, not what
+# %% ../nbs/09_training.ipynb #4ec0c354
+def _rng_state(generator: torch.Generator) -> dict:
+    "Every random state a run uses, as tensors and plain values."
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    return {'torch': torch.get_rng_state(), 'generator': generator.get_state(),
+            'cuda': torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            'numpy': [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
+            'python': [version, list(internal), gauss_next]}
 
+def _set_rng_state(state: dict, generator: torch.Generator) -> None:
+    torch.set_rng_state(state['torch'])
+    generator.set_state(state['generator'])
+    if state['cuda'] and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state['cuda'])
+    kind, keys, pos, has_gauss, gauss = state['numpy']
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    version, internal, gauss_next = state['python']
+    random.setstate((version, tuple(internal), gauss_next))
+
+# %% ../nbs/09_training.ipynb #f87bfb2c
+RUNTIME_SETTINGS = ('data_root', 'device', 'threads', 'compile', 'progress')  # how, not what
 def _check_output_folder(run_dir: Path) -> None:
     "A run folder that is, or can become, a folder this process may write; else one clear error."
     if run_dir.exists() and not run_dir.is_dir():
@@ -570,6 +571,7 @@ def _check_same_run(
                          "continues with the settings it was trained with; restore config.json, "
                          "or train a new run in another folder")
 
+# %% ../nbs/09_training.ipynb #aec8e882
 def check_run_dir(
     run_dir: str | Path, # a run folder, existing or to be made
     new: bool = False, # True: a new run starts there, so it must hold no other run
@@ -583,6 +585,7 @@ def check_run_dir(
     if new: _check_same_run(run_dir, None)
     return run_dir
 
+# %% ../nbs/09_training.ipynb #8d1697a0
 def _write_text(path: Path, text: str) -> None:
     "Write a text file through a temporary one and a rename: a reader never sees half of it."
     tmp = path.with_name(f".{path.name}.tmp")
@@ -594,7 +597,6 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 _TEXT_FILES = ('config.json', 'config.toml', 'metrics.csv', 'report.json')  # a run folder's
-
 def _remove_leftovers(run_dir: Path) -> list[Path]:
     "Remove the temporary files a killed process (SIGKILL runs no clean-up) left in run_dir."
     found = [p for p in (run_dir / 'checkpoints').glob('.step-*.pt.tmp')
@@ -604,105 +606,21 @@ def _remove_leftovers(run_dir: Path) -> list[Path]:
     for p in gone: p.unlink(missing_ok=True)
     return gone
 
-# %% ../nbs/09_training.ipynb #6770bddd
-class Trainer:
-    "One training run of any registered method on any registered dataset, resumable exactly."
-    def __init__(self,
-                 config: TrainConfig, # the settings
-                 run_dir: str | Path | None = None, # where config, metrics and checkpoints go
-                 datasets: dict[str, ImageDataset] | None = None, # default: `load_datasets`
-                 monitors: dict[str, Callable] | None = None, # name -> f(trainer) -> a number
-                ):
-        if not isinstance(config, TrainConfig):
-            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-        if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
-            raise TypeError(f"run_dir must be a str, a Path or None, got {type(run_dir).__name__}")
-        self.config, self.run_dir = config, None if run_dir is None else Path(run_dir)
-        if self.run_dir is not None: _check_output_folder(self.run_dir)  # before any work
-        self.world_size, self.rank = world()
-        if config.batch_size % self.world_size or config.batch_size < 2 * self.world_size:
-            raise ValueError(f"batch_size ({config.batch_size}) is the global batch: it must split "
-                             f"into {self.world_size} equal parts of at least 2 sources, one per "
-                             "process")
-        self.local_batch = config.batch_size // self.world_size
-        self.device = select_device(config.device)
-        self.dtype = PRECISIONS[config.precision]
-        self.data = (load_datasets(config) if datasets is None
-                     else _check_datasets(datasets, config.batch_size))
-        train = self.data['train']
-        self.images = train.images.to(self.device)
-        self.labels = train.labels.to(self.device)
-        self.policy = config.augment
-        self.steps_per_epoch = len(train) // config.batch_size
-        self.total_steps = config.epochs * self.steps_per_epoch
-        self.segments = [config.epochs]  # the last epoch of each segment of the schedule
-        self.monitors = _check_monitors(monitors)
-        spec = method_spec(config.method)
-        self.method_file = {'path': spec.source, 'sha256': spec.sha256} if spec.source else None
-        if self.world_size > 1 and self.method_file: self._check_same_file()
-        setup = MethodSetup(n_train=len(train), batch_size=self.local_batch,
-                            embed_dim=config.embed_dim, seed=config.seed,
-                            world_size=self.world_size)
-        with cpu_threads(config.threads):
-            torch.manual_seed(config.seed)
-            encoder, head = _build_modules(config)
-            self.method = spec.build(encoder, head, config.options, setup)
-        if self.world_size > 1 and self.method.per_process_state:
-            raise ValueError(f"method {config.method!r} keeps {self.method.per_process_state} that "
-                             f"each of the {self.world_size} processes would fill differently; "
-                             "run it in one process, or use a two-view method such as simclr")
-        self.encoder = encoder
-        self.method.to(self.device)
-        if config.channels_last: self.method.to(memory_format=torch.channels_last)
-        if config.compile: encoder.compile()
-        self.parameters = self.method.parameters_to_train()
-        self.optimizer = _optimizer(config, self.parameters)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
-                                                           lambda s: self._lr_factor(s))
-        self.method.set_precision(self.device.type, self.dtype)
-        self.scaler = torch.amp.GradScaler(self.device.type,
-                                           enabled=config.precision == 'float16')
-        self.generator = torch.Generator().manual_seed(config.seed)  # the shuffle: every process
-        self.view_generator = self.generator  # augmentation: one generator per process
-        if self.world_size > 1:
-            self.view_generator = torch.Generator().manual_seed(_rank_seed(config.seed, self.rank))
-            self._broadcast(self.method.parameters())  # every process starts from rank 0's weights
-            self._broadcast(self.method.buffers())
-        self.step, self.order, self.history, self.monitor, self.monitored = 0, None, [], [], []
-        # what run_dir's config.json must hold for this run to go on there (None: a new run)
-        self._folder_settings, self._settings_to_write = None, True
+# %% ../nbs/09_training.ipynb #f9d2a43c
+class _Step:
+    "One optimiser step of a run: the views, the method's loss and gradient, processes averaged."
 
-    def _lr_factor(self, step: int) -> float:
-        "The schedule: in each segment, a warm-up then the cosine (or constant) from the base lr."
-        bounds = [0] + [e * self.steps_per_epoch for e in self.segments]
-        i = max(k for k in range(len(self.segments)) if bounds[k] <= step)
-        warmup = self.config.warmup_epochs * self.steps_per_epoch
-        return lr_factor(step - bounds[i], bounds[i + 1] - bounds[i], warmup, self.config.schedule)
+    def _autocast(self):
+        if self.dtype == torch.float32: return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.dtype)
 
-    def extend(self,
-               epochs: int, # the run's new length, more epochs than it has
-              ) -> None:
-        "Lengthen a finished run by a new segment: warm-up and schedule again from the base lr."
-        old, epochs = self.config.epochs, check_int(epochs, 'epochs')
-        if self.step < self.total_steps:
-            raise ValueError(f"the run is not finished (step {self.step} of {self.total_steps}): "
-                             "resume it to its end, then extend it")
-        if epochs - old <= self.config.warmup_epochs:
-            raise ValueError(f"epochs must be more than the run's {old} + warmup_epochs "
-                             f"({self.config.warmup_epochs}) to extend it, got {epochs}")
-        self.config = dataclasses.replace(self.config, epochs=epochs)
-        self.segments.append(epochs)
-        self.total_steps = epochs * self.steps_per_epoch
-        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
-            group['lr'] = base * self._lr_factor(self.step)  # the new segment's first rate
-
-    def _check_same_file(self) -> None:
-        "Under torchrun every process reads the method's file itself: the same content, or stop."
-        hashes = [None] * self.world_size
-        dist.all_gather_object(hashes, self.method_file['sha256'])
-        if len(set(hashes)) > 1:
-            raise ValueError(f"the processes read different versions of the method file "
-                             f"{self.method_file['path']}: give every process the same file")
+    def _views(self, batch: Tensor) -> list[Tensor]:
+        # the images were checked once, at the door (ImageDataset); no per-step read of their values
+        views = [augment_batch(batch, self.policy, self.view_generator, check_values=False)
+                 for _ in range(self.method.n_views)]
+        if self.config.channels_last:
+            views = [v.contiguous(memory_format=torch.channels_last) for v in views]
+        return views
 
     def _broadcast(self, tensors: Iterator[Tensor]) -> None:
         "Rank 0's values of `tensors` in every process."
@@ -718,18 +636,6 @@ class Trainer:
         for p, part in zip(self.parameters, flat[:-1].split([p.numel() for p in self.parameters])):
             p.grad = part.view_as(p).clone()
         return flat[-1]
-
-    def _autocast(self):
-        if self.dtype == torch.float32: return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.dtype)
-
-    def _views(self, batch: Tensor) -> list[Tensor]:
-        # the images were checked once, at the door (ImageDataset); no per-step read of their values
-        views = [augment_batch(batch, self.policy, self.view_generator, check_values=False)
-                 for _ in range(self.method.n_views)]
-        if self.config.channels_last:
-            views = [v.contiguous(memory_format=torch.channels_last) for v in views]
-        return views
 
     def train_step(self) -> float:
         "One optimiser step on the next batch; returns its loss."
@@ -756,16 +662,9 @@ class Trainer:
         self.step += 1
         return value
 
-    def knn(self, split: str = 'val', bank_size: int = 4096) -> float:
-        "kNN accuracy of the encoder's features on a split, training images as the labelled bank."
-        check_choice(split, 'split', ('val', 'test'))
-        query, train = self.data[split], self.data['train']
-        if len(query) == 0: return math.nan
-        bank = train.subset(slice(0, bank_size))
-        with self._autocast():
-            f_bank = embed(self.encoder, bank.images, device=self.device)
-            f_query = embed(self.encoder, query.images, device=self.device)
-        return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=self.config.knn_k)
+# %% ../nbs/09_training.ipynb #247d77a2
+class _State:
+    "A run's state: everything a checkpoint holds, and how a run continues from one."
 
     def _process_rng(self) -> Tensor:
         "Every process's global torch state and augmentation generator, one row per rank."
@@ -817,37 +716,9 @@ class Trainer:
         self.segments = list(state.get('segments', [self.config.epochs]))  # older: one segment
         self._folder_settings = state['config']
 
-    def checkpoint(self) -> Path:
-        "Save a checkpoint in run_dir/checkpoints (rank 0 writes), keep the previous one."
-        folder = self.run_dir / 'checkpoints'
-        path, state = folder / f'step-{self.step:08d}.pt', self.state_dict()
-        if self.rank == 0:
-            if self._settings_to_write:  # with the first checkpoint of these settings, not before
-                _write_text(self.run_dir / 'config.json', json.dumps(self.config.to_dict(),
-                                                                     indent=1) + '\n')
-                _write_text(self.run_dir / 'config.toml', self.config.to_toml())
-            save_checkpoint(state, path)
-            # keep this one and the one before it, by step as a number
-            previous = [p for p in _checkpoints(self.run_dir) if _step_of(p) < self.step][-1:]
-            for old in set(_checkpoints(self.run_dir)) - {path, *previous}: old.unlink()
-            self.write_metrics()
-        self._folder_settings, self._settings_to_write = self.config.to_dict(), False
-        return path
-
-    def write_metrics(self) -> None:
-        "metrics.csv: one row per step, with the validation kNN where it was measured."
-        knn = {step: acc for _, step, acc in self.monitor}
-        tmp = self.run_dir / '.metrics.csv.tmp'
-        with open(tmp, 'w', newline='') as f:
-            out = csv.writer(f)
-            names = list(self.monitors)
-            out.writerow(['epoch', 'step', 'loss', 'lr', 'images_per_s', 'val_knn', *names])
-            extra = {step: values for _, step, values in self.monitored}
-            for epoch, step, loss, lr, speed in self.history:
-                more = extra.get(step + 1, {})
-                out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, ''),
-                              *(more.get(n, '') for n in names)])
-        os.replace(tmp, self.run_dir / 'metrics.csv')
+# %% ../nbs/09_training.ipynb #57e6f605
+class _Loop:
+    "The run to its end: the loop, its checkpoints, where it stopped."
 
     def fit(self) -> dict:
         "Train to the end (from wherever the run is), checkpointing and monitoring on the way."
@@ -892,6 +763,45 @@ class Trainer:
             _write_text(self.run_dir / 'report.json', json.dumps(report, indent=1) + '\n')
         return report
 
+    def checkpoint(self) -> Path:
+        "Save a checkpoint in run_dir/checkpoints (rank 0 writes), keep the previous one."
+        folder = self.run_dir / 'checkpoints'
+        path, state = folder / f'step-{self.step:08d}.pt', self.state_dict()
+        if self.rank == 0:
+            if self._settings_to_write:  # with the first checkpoint of these settings, not before
+                _write_text(self.run_dir / 'config.json', json.dumps(self.config.to_dict(),
+                                                                     indent=1) + '\n')
+                _write_text(self.run_dir / 'config.toml', self.config.to_toml())
+            save_checkpoint(state, path)
+            # keep this one and the one before it, by step as a number
+            previous = [p for p in _checkpoints(self.run_dir) if _step_of(p) < self.step][-1:]
+            for old in set(_checkpoints(self.run_dir)) - {path, *previous}: old.unlink()
+            self.write_metrics()
+        self._folder_settings, self._settings_to_write = self.config.to_dict(), False
+        return path
+
+    @contextlib.contextmanager
+    def _say_where_stopped(self) -> Iterator[None]:
+        "Ctrl-C inside the block says at which step the run stopped (the command line prints it)."
+        try: yield
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"at step {self.step} of {self.total_steps}") from None
+
+# %% ../nbs/09_training.ipynb #307571dc
+class _Measures:
+    "What a run measures: the kNN monitor, the caller's monitors, metrics.csv, the report."
+
+    def knn(self, split: str = 'val', bank_size: int = 4096) -> float:
+        "kNN accuracy of the encoder's features on a split, training images as the labelled bank."
+        check_choice(split, 'split', ('val', 'test'))
+        query, train = self.data[split], self.data['train']
+        if len(query) == 0: return math.nan
+        bank = train.subset(slice(0, bank_size))
+        with self._autocast():
+            f_bank = embed(self.encoder, bank.images, device=self.device)
+            f_query = embed(self.encoder, query.images, device=self.device)
+        return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=self.config.knn_k)
+
     def _monitor_values(self) -> dict[str, float]:
         "Each monitor's number at the end of an epoch, checked to be one."
         values = {}
@@ -904,12 +814,20 @@ class Trainer:
             values[name] = float(value)
         return values
 
-    @contextlib.contextmanager
-    def _say_where_stopped(self) -> Iterator[None]:
-        "Ctrl-C inside the block says at which step the run stopped (the command line prints it)."
-        try: yield
-        except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"at step {self.step} of {self.total_steps}") from None
+    def write_metrics(self) -> None:
+        "metrics.csv: one row per step, with the validation kNN where it was measured."
+        knn = {step: acc for _, step, acc in self.monitor}
+        tmp = self.run_dir / '.metrics.csv.tmp'
+        with open(tmp, 'w', newline='') as f:
+            out = csv.writer(f)
+            names = list(self.monitors)
+            out.writerow(['epoch', 'step', 'loss', 'lr', 'images_per_s', 'val_knn', *names])
+            extra = {step: values for _, step, values in self.monitored}
+            for epoch, step, loss, lr, speed in self.history:
+                more = extra.get(step + 1, {})
+                out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, ''),
+                              *(more.get(n, '') for n in names)])
+        os.replace(tmp, self.run_dir / 'metrics.csv')
 
     def report(self) -> dict:
         "Final numbers: last loss, validation kNN, and the test kNN (reported, never selected on)."
@@ -921,6 +839,119 @@ class Trainer:
         if len(self.segments) > 1:  # an extended run: [first, last) epochs of each segment
             report['segments'] = [list(s) for s in zip([0] + self.segments[:-1], self.segments)]
         return report
+
+# %% ../nbs/09_training.ipynb #780a1bc6
+class _Build:
+    "How a run is built: its method, by name, and the optimisation around it."
+    def _build_method(self, config: TrainConfig, n_train: int) -> None:
+        "The method, by name, from a fresh encoder and head (initialised from the run's seed)."
+        spec = method_spec(config.method)
+        self.method_file = {'path': spec.source, 'sha256': spec.sha256} if spec.source else None
+        if self.world_size > 1 and self.method_file: self._check_same_file()
+        setup = MethodSetup(n_train=n_train, batch_size=self.local_batch,
+                            embed_dim=config.embed_dim, seed=config.seed,
+                            world_size=self.world_size)
+        with cpu_threads(config.threads):
+            torch.manual_seed(config.seed)
+            encoder, head = _build_modules(config)
+            self.method = spec.build(encoder, head, config.options, setup)
+        if self.world_size > 1 and self.method.per_process_state:
+            raise ValueError(f"method {config.method!r} keeps {self.method.per_process_state} that "
+                             f"each of the {self.world_size} processes would fill differently; "
+                             "run it in one process, or use a two-view method such as simclr")
+        self.encoder = encoder
+        self.method.to(self.device)
+        if config.channels_last: self.method.to(memory_format=torch.channels_last)
+        if config.compile: encoder.compile()
+
+
+    def _build_optimisation(self, config: TrainConfig) -> None:
+        "The optimiser over what the method trains, the schedule, mixed precision and its scaler."
+        self.parameters = self.method.parameters_to_train()
+        self.optimizer = _optimizer(config, self.parameters)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
+                                                           lambda s: self._lr_factor(s))
+        self.method.set_precision(self.device.type, self.dtype)
+        self.scaler = torch.amp.GradScaler(self.device.type,
+                                           enabled=config.precision == 'float16')
+
+
+    def _check_same_file(self) -> None:
+        "Under torchrun every process reads the method's file itself: the same content, or stop."
+        hashes = [None] * self.world_size
+        dist.all_gather_object(hashes, self.method_file['sha256'])
+        if len(set(hashes)) > 1:
+            raise ValueError(f"the processes read different versions of the method file "
+                             f"{self.method_file['path']}: give every process the same file")
+
+# %% ../nbs/09_training.ipynb #22e1ee95
+class Trainer(_Build, _Step, _State, _Loop, _Measures):
+    "One training run of any registered method on any registered dataset, resumable exactly."
+    def __init__(self,
+                 config: TrainConfig, # the settings
+                 run_dir: str | Path | None = None, # where config, metrics and checkpoints go
+                 datasets: dict[str, ImageDataset] | None = None, # default: `load_datasets`
+                 monitors: dict[str, Callable] | None = None, # name -> f(trainer) -> a number
+                ):
+        if not isinstance(config, TrainConfig):
+            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+        if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
+            raise TypeError(f"run_dir must be a str, a Path or None, got {type(run_dir).__name__}")
+        self.config, self.run_dir = config, None if run_dir is None else Path(run_dir)
+        if self.run_dir is not None: _check_output_folder(self.run_dir)  # before any work
+        self.world_size, self.rank = world()
+        if config.batch_size % self.world_size or config.batch_size < 2 * self.world_size:
+            raise ValueError(f"batch_size ({config.batch_size}) is the global batch: it must split "
+                             f"into {self.world_size} equal parts of at least 2 sources, one per "
+                             "process")
+        self.local_batch = config.batch_size // self.world_size
+        self.device = select_device(config.device)
+        self.dtype = PRECISIONS[config.precision]
+        self.data = (load_datasets(config) if datasets is None
+                     else _check_datasets(datasets, config.batch_size))
+        train = self.data['train']
+        self.images = train.images.to(self.device)
+        self.labels = train.labels.to(self.device)
+        self.policy = config.augment
+        self.steps_per_epoch = len(train) // config.batch_size
+        self.total_steps = config.epochs * self.steps_per_epoch
+        self.segments = [config.epochs]  # the last epoch of each segment of the schedule
+        self.monitors = _check_monitors(monitors)
+        self._build_method(config, len(train))
+        self._build_optimisation(config)
+        self.generator = torch.Generator().manual_seed(config.seed)  # the shuffle: every process
+        self.view_generator = self.generator  # augmentation: one generator per process
+        if self.world_size > 1:
+            self.view_generator = torch.Generator().manual_seed(_rank_seed(config.seed, self.rank))
+            self._broadcast(self.method.parameters())  # every process starts from rank 0's weights
+            self._broadcast(self.method.buffers())
+        self.step, self.order, self.history, self.monitor, self.monitored = 0, None, [], [], []
+        # what run_dir's config.json must hold for this run to go on there (None: a new run)
+        self._folder_settings, self._settings_to_write = None, True
+
+    def _lr_factor(self, step: int) -> float:
+        "The schedule: in each segment, a warm-up then the cosine (or constant) from the base lr."
+        bounds = [0] + [e * self.steps_per_epoch for e in self.segments]
+        i = max(k for k in range(len(self.segments)) if bounds[k] <= step)
+        warmup = self.config.warmup_epochs * self.steps_per_epoch
+        return lr_factor(step - bounds[i], bounds[i + 1] - bounds[i], warmup, self.config.schedule)
+
+    def extend(self,
+               epochs: int, # the run's new length, more epochs than it has
+              ) -> None:
+        "Lengthen a finished run by a new segment: warm-up and schedule again from the base lr."
+        old, epochs = self.config.epochs, check_int(epochs, 'epochs')
+        if self.step < self.total_steps:
+            raise ValueError(f"the run is not finished (step {self.step} of {self.total_steps}): "
+                             "resume it to its end, then extend it")
+        if epochs - old <= self.config.warmup_epochs:
+            raise ValueError(f"epochs must be more than the run's {old} + warmup_epochs "
+                             f"({self.config.warmup_epochs}) to extend it, got {epochs}")
+        self.config = dataclasses.replace(self.config, epochs=epochs)
+        self.segments.append(epochs)
+        self.total_steps = epochs * self.steps_per_epoch
+        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
+            group['lr'] = base * self._lr_factor(self.step)  # the new segment's first rate
 
 # %% ../nbs/09_training.ipynb #6a2de638
 def latest_checkpoint(
