@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
+import shlex
 import time
 
 import pytest
@@ -15,28 +15,8 @@ import torch
 from conftest import ROOT
 from contrastive_nb.training import TrainConfig, Trainer, latest_checkpoint
 
-METHOD = textwrap.dedent('''
-    """Wang & Isola (2020): pull the two views together, spread the batch over the sphere."""
-    import dataclasses
-
-    from contrastive_nb.methods import MethodOptions, TwoViewMethod
-    from contrastive_nb.similarity import alignment, uniformity
-
-    @dataclasses.dataclass(frozen=True)
-    class AlignUniformOptions(MethodOptions):
-        weight: float = 1.0 # weight of the uniformity term
-        t: float = 2.0 # the uniformity's scale t
-
-        def __post_init__(self):
-            if not self.weight >= 0: raise ValueError(f"weight must be at least 0, got {self.weight}")
-
-    class AlignUniform(TwoViewMethod):
-        Options = AlignUniformOptions
-
-        def pair_loss(self, z1, z2, batch):
-            spread = (uniformity(z1, self.options.t) + uniformity(z2, self.options.t)) / 2
-            return alignment(z1, z2) + self.options.weight * spread
-    ''')
+EXAMPLE = ROOT / 'examples' / 'align_uniform.py'  # the README's example
+METHOD = EXAMPLE.read_text()
 
 TINY = ['--n-train', '200', '--n-test', '16', '--augment.size', '16', '--width', '8', '--blocks', '2',
         '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '16', '--epochs', '4', '--threads', '1',
@@ -82,7 +62,7 @@ def test_help_lists_the_file_methods_options_and_bad_values_stop_in_one_line(met
     out = cli('train', '--method', f'{method_file.name}:AlignUniform', '--options.weight', '-2', *TINY,
               '--run-dir', 'bad', cwd=tmp_path)
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
-        'contrastive-nb train: error: weight must be at least 0, got -2.0']
+        'contrastive-nb train: error: weight must be at least 0, got -2.0']  # its own check
     assert not (tmp_path / 'bad').exists()  # refused before any work
     out = cli('train', '--method', 'missing.py:AlignUniform', cwd=tmp_path)
     assert out.returncode == 2 and 'method file missing.py does not exist' in out.stderr
@@ -112,3 +92,17 @@ def test_sigkill_then_resume_is_bit_identical_and_an_edited_file_is_refused(meth
     weights = lambda run: torch.load(latest_checkpoint(tmp_path / run), weights_only=True)['model']
     whole, resumed = weights('whole'), weights('killed')
     assert whole.keys() == resumed.keys() and all(torch.equal(whole[k], resumed[k]) for k in whole)
+
+@pytest.mark.slow
+def test_the_readme_command_line_trains_the_example(tmp_path):
+    "The README's own line, as a user would type it in a clone, with a tiny run's settings after it."
+    line = next(l.split('#')[0] for l in (ROOT / 'README.md').read_text().splitlines()
+                if 'contrastive-nb train' in l and ':AlignUniform' in l)
+    words = shlex.split(line)
+    assert words[:2] == ['contrastive-nb', 'train'] and 'examples/align_uniform.py:AlignUniform' in words
+    out = subprocess.run([sys.executable, '-m', 'contrastive_nb.cli', *words[1:], *TINY[:-4], '--epochs', '1',
+                          '--run-dir', str(tmp_path / 'run')], cwd=ROOT, env=env(), capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report['method'] == 'examples/align_uniform.py:AlignUniform' and report['step'] == 180 // 16
