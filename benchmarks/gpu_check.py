@@ -75,7 +75,7 @@ def trainer_losses(device: str, sizes: Sizes, fresh: bool = False, **settings) -
     if key in _LOSSES and not fresh: return _LOSSES[key]
     from contrastive_nb.training import TrainConfig, Trainer
     config = TrainConfig(method='simclr', dataset='shapes', n_train=sizes.images, n_test=32, val_fraction=0.0,
-                         image_size=sizes.image_size, width=sizes.width, blocks=3, batch_size=32, epochs=1,
+                         augment={'size': sizes.image_size}, width=sizes.width, blocks=3, batch_size=32, epochs=1,
                          knn_every=0, progress=False, device=device, seed=0, **settings)
     trainer = Trainer(config)
     with no_tf32():

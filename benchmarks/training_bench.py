@@ -3,6 +3,7 @@
     python benchmarks/training_bench.py              # full: 3 seeds of the recipe below (run under the CPU lock)
     python benchmarks/training_bench.py --quick      # tiny sizes, seconds (a smoke run, not a measurement)
     python benchmarks/training_bench.py --set lr=0.002 --set epochs=8    # another recipe
+    python benchmarks/training_bench.py --set options.temperature=0.3 --set augment.scale=[0.2,1.0]   # a table's
     python benchmarks/training_bench.py --budget-s 300   # as many epochs as a 10-step timing says fit
 
 Each seed trains `contrastive_nb.training.Trainer` with the recipe below, the best found (benchmarks/NOTES.md):
@@ -20,12 +21,20 @@ import torch
 
 from contrastive_nb.training import TrainConfig, Trainer, cpu_threads
 
-RECIPE = dict(method='simclr', dataset='shapes', n_train=5000, n_test=1000, val_fraction=0.0, image_size=24,
-              crop_min_scale=0.3, jitter_strength=1.0, grayscale_p=0.5, blur_p=0.5, width=16, blocks=4,
-              batch_size=128, epochs=70, optimizer='adam', lr=3e-3, weight_decay=1e-6, schedule='cosine',
-              warmup_epochs=2, temperature=0.2, threads=2, knn_every=0, knn_k=200, progress=False)
-QUICK = dict(n_train=256, n_test=128, image_size=16, width=8, blocks=3, batch_size=32, epochs=2,
+RECIPE = dict(method='simclr', dataset='shapes', n_train=5000, n_test=1000, val_fraction=0.0,
+              augment=dict(size=24, scale=(0.3, 1.0), jitter_strength=1.0, grayscale_p=0.5, blur_p=0.5),
+              width=16, blocks=4, batch_size=128, epochs=70, optimizer='adam', lr=3e-3, weight_decay=1e-6,
+              schedule='cosine', warmup_epochs=2, options=dict(temperature=0.2), threads=2, knn_every=0, knn_k=200,
+              progress=False)
+QUICK = dict(n_train=256, n_test=128, augment=dict(size=16), width=8, blocks=3, batch_size=32, epochs=2,
              warmup_epochs=1, threads=1)
+
+def changed(recipe: dict, changes: dict) -> dict:
+    "The recipe with `changes`; the augment and options tables are changed key by key, not replaced."
+    out = dict(recipe)
+    for name, value in changes.items():
+        out[name] = {**out[name], **value} if isinstance(value, dict) and isinstance(out.get(name), dict) else value
+    return out
 
 def parse_value(text: str):
     "A --set value as the type JSON gives it (numbers, true/false), else a string."
@@ -42,10 +51,12 @@ def main() -> None:
                         help="choose the epochs so that training takes about this many seconds, from the "
                              "time of 10 calibration steps (default: 0, keep the recipe's epochs)")
     args = parser.parse_args()
-    recipe = {**RECIPE, **(QUICK if args.quick else {})}
-    for item in args.set:
+    recipe = changed(RECIPE, QUICK if args.quick else {})
+    for item in args.set:  # NAME=VALUE, or TABLE.NAME=VALUE for a setting of augment or options
         name, _, value = item.partition('=')
-        recipe[name] = parse_value(value)
+        table, dot, key = name.partition('.')
+        value = parse_value(value)
+        recipe = changed(recipe, {table: {key: value}} if dot else {name: value})
     if args.budget_s:  # time 10 steps (after 2 warm-up steps), then fill the budget with whole epochs
         probe = Trainer(TrainConfig(**recipe, seed=99))
         with cpu_threads(recipe.get('threads', 0)):

@@ -1,6 +1,7 @@
 """Bad-input registry of contrastive_nb.debiased (read by tests/test_bad_input.py)."""
 import torch
-from test_bad_input import Case, feats, _mod
+from test_bad_input import Case, feats, images, _mod
+from bad_input_hard_negatives import VIEW_ALIASES, _encoder_head, two_view_loss
 
 CONSTANTS = {'FN_MODES', 'SUPCON_VARIANTS'}
 
@@ -14,7 +15,26 @@ def cases():
                           [False, False, False, False, True, False]])
     views = dict(z1=feats(), z2=feats(seed=1))
     labels = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 1, 2])  # label 3 once: a lonely anchor
+    def method(cls, options):
+        "A method of lesson 08 built from its options' arguments."
+        return lambda encoder, **values: cls(encoder, _encoder_head()[1], options(**values))
+
+    def loss(cls):
+        return Case(lambda view1, view2: two_view_loss(cls(*_encoder_head()), view1, view2),
+                    dict(view1=images(4), view2=images(4, seed=1)), 'loss', aliases=VIEW_ALIASES)
+
     return {
+        'DebiasedOptions': [Case(d.DebiasedOptions, dict(temperature=0.5, tau_plus=0.1))],
+        'HCLOptions': [Case(d.HCLOptions, dict(temperature=0.5, tau_plus=0.1, beta=1.0))],
+        'SupConOptions': [Case(d.SupConOptions, dict(temperature=0.5))],
+        'DebiasedSimCLR': [Case(method(d.DebiasedSimCLR, d.DebiasedOptions),
+                                dict(encoder=_encoder_head()[0], temperature=0.5, tau_plus=0.1)),
+                           loss(d.DebiasedSimCLR)],
+        'HCLSimCLR': [Case(method(d.HCLSimCLR, d.HCLOptions),
+                           dict(encoder=_encoder_head()[0], temperature=0.5, tau_plus=0.1, beta=1.0)),
+                      loss(d.HCLSimCLR)],
+        'SupCon': [Case(method(d.SupCon, d.SupConOptions), dict(encoder=_encoder_head()[0], temperature=0.5)),
+                   loss(d.SupCon)],
         'debiased_nt_xent': [Case(d.debiased_nt_xent, dict(**views, temperature=0.5, tau_plus=0.1,
                                                            reduction='mean'), choices=('reduction',))],
         'hcl_loss': [Case(d.hcl_loss, dict(**views, temperature=0.5, tau_plus=0.1, beta=1.0,

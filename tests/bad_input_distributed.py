@@ -16,9 +16,11 @@ def _encoder():
 def _global_simclr_loss(d, temperature, cache_chunk, loss_chunk):
     torch.manual_seed(0)
     cnn, head = _encoder()
-    method = d.GlobalSimCLR(cnn, head, temperature, cache_chunk, loss_chunk)
-    return method.loss_backward([images(), images(seed=1)], torch.arange(4), torch.zeros(4, dtype=torch.long),
-                                torch.Generator().manual_seed(0), lambda loss: loss)
+    options = d.GlobalSimCLROptions(temperature=temperature, grad_cache_chunk=cache_chunk, chunk_size=loss_chunk)
+    method = d.GlobalSimCLR(cnn, head, options)
+    batch = _mod('methods').Batch([images(), images(seed=1)], torch.arange(4), torch.zeros(4, dtype=torch.long),
+                                  torch.Generator().manual_seed(0))
+    return method.loss_backward(batch, lambda loss: loss)
 
 def cases():
     d = _mod('distributed')
@@ -26,7 +28,12 @@ def cases():
     return {
         'GlobalSimCLR': [Case(lambda temperature, cache_chunk, loss_chunk:
                               _global_simclr_loss(d, temperature, cache_chunk, loss_chunk),
-                              dict(temperature=0.5, cache_chunk=3, loss_chunk=2))],
+                              dict(temperature=0.5, cache_chunk=3, loss_chunk=2),
+                              aliases={'cache_chunk': ('grad_cache_chunk',), 'loss_chunk': ('chunk_size',)}),
+                         Case(lambda encoder: d.GlobalSimCLR(encoder, _encoder()[1],
+                                                             d.GlobalSimCLROptions(grad_cache_chunk=3)),
+                              dict(encoder=_encoder()[0]), 'constructor')],
+        'GlobalSimCLROptions': [Case(d.GlobalSimCLROptions, dict(temperature=0.5, grad_cache_chunk=3, chunk_size=2))],
         'free_port': [Case(d.free_port, {}, deterministic=False)],
         'all_gather_rows': [Case(d.all_gather_rows, dict(x=feats(), gather='exact'), choices=('gather',),
                                  nan_ok=('x',))],

@@ -12,6 +12,13 @@ def _mask(n: int = 6) -> torch.Tensor:
     ids = _mod('pairs').instance_ids(n // 2)
     return _mod('pairs').pair_masks(ids)[1]
 
+VIEW_NAMES = ('views', 'x', 'z1', 'z2', 'h')
+VIEW_ALIASES = {'view1': VIEW_NAMES, 'view2': VIEW_NAMES}
+
+def two_view_loss(method, view1, view2, labels=torch.tensor([0, 1, 0, 1])):
+    "A two-view method's loss on one batch of 4 sources."
+    return method.loss(_mod('methods').Batch([view1, view2], torch.arange(4), labels, gen()))
+
 def cases():
     h = _mod('hard_negatives')
     sims = unit(6, 4) @ unit(6, 4).T
@@ -70,6 +77,14 @@ def cases():
                                   dict(memory_size=8, temperature=0.5, hard_weight=0.5, num_hard=3, seed=0)),
                              Case(lambda view1, view2: xbm()(view1, view2), dict(view1=images(4), view2=images(4, seed=1)),
                                   'forward', aliases={'view1': ('views',), 'view2': ('views',)})],
+        'HardNegativeOptions': [Case(h.HardNegativeOptions, dict(temperature=0.5, weight=0.5, num_hard=3))],
+        'HardNegativeSimCLR': [Case(lambda encoder, temperature, weight, num_hard:
+                                    h.HardNegativeSimCLR(encoder, _encoder_head()[1],
+                                                         h.HardNegativeOptions(temperature, weight, num_hard)),
+                                    dict(encoder=_encoder_head()[0], temperature=0.5, weight=0.5, num_hard=3)),
+                               Case(lambda view1, view2: two_view_loss(h.HardNegativeSimCLR(*_encoder_head()),
+                                                                       view1, view2),
+                                    dict(view1=images(4), view2=images(4, seed=1)), 'loss', aliases=VIEW_ALIASES)],
         'hardness_schedule': [Case(h.hardness_schedule, dict(step=3, total_steps=10, start=0.0, end=2.0,
                                                              warmup_steps=2))],
     }

@@ -4,17 +4,18 @@ import tempfile
 from pathlib import Path
 
 import torch
-from test_bad_input import Case, gen, images, _mod
+from test_bad_input import Case, _mod
 
-CONSTANTS = {'METHODS', 'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'CheckpointError',
-             'RUNTIME_SETTINGS'}
+CONSTANTS = {'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'TRAIN_POLICY',
+             'CHECKPOINT_FORMAT', 'CheckpointError', 'RUNTIME_SETTINGS'}
 
-SETTINGS = dict(method='simclr', dataset='shapes', data_root='', n_train=24, n_test=8, data_seed=0, val_fraction=0.25,
-                image_size=8, crop_min_scale=0.08, jitter_strength=0.5, grayscale_p=0.2, blur_p=0.5, encoder='small_cnn', width=4,
-                blocks=2, norm='batch', head_hidden=8, embed_dim=4, batch_size=6, epochs=1, optimizer='adam', lr=1e-3,
-                weight_decay=1e-6, schedule='cosine', warmup_epochs=0, temperature=0.5, queue_size=16,
-                moco_momentum=0.99, bn_splits=1, symmetric=False, bank_k=8, bank_momentum=0.5, hard_weight=0.5, num_hard=0,
-                tau_plus=0.1, beta=1.0, chunk_size=0, grad_cache_chunk=0, device='cpu', precision='float32', channels_last=False,
+AUGMENT = dict(size=8, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), flip_p=0.5, jitter_strength=0.5, jitter_p=0.8,
+               grayscale_p=0.2, blur_p=0.5, blur_sigma=(0.1, 2.0))
+OPTIONS = dict(temperature=0.5, chunk_size=0)  # SimCLR's
+SETTINGS = dict(method='simclr', options=OPTIONS, dataset='shapes', data_root='', n_train=24, n_test=8, data_seed=0,
+                val_fraction=0.25, augment=AUGMENT, encoder='small_cnn', width=4, blocks=2, norm='batch',
+                head_hidden=8, embed_dim=4, batch_size=6, epochs=1, optimizer='adam', lr=1e-3, weight_decay=1e-6,
+                schedule='cosine', warmup_epochs=0, device='cpu', precision='float32', channels_last=False,
                 compile=False, threads=1, seed=0, knn_every=1, knn_k=5, checkpoint_every=0, progress=False)
 CHOICES = ('method', 'dataset', 'encoder', 'norm', 'optimizer', 'schedule', 'device', 'precision')
 
@@ -51,25 +52,18 @@ def cases():
         t.LARS([w], lr, momentum, weight_decay, trust).step()
         return w.detach()
 
-    torch.manual_seed(0)
-    models = _mod('models')
-    encoder = models.SmallCNN(width=4, blocks=2, norm='group')
-    head = models.ProjectionHead(encoder.feature_dim, 8, 4)
-    nt_xent = _mod('infonce').nt_xent
-    method = t.TwoViewMethod(encoder, head, lambda z1, z2, labels: nt_xent(z1, z2))
-    def two_view_loss(view1, view2):
-        return method.loss([view1, view2], torch.arange(4), torch.zeros(4, dtype=torch.long), gen())
-    view_names = ('views', 'x', 'z1', 'z2', 'h')
+    def with_table(table: str):
+        "A TrainConfig with one table's settings as the arguments: each is checked by the table's own class."
+        return lambda **values: t.TrainConfig(**{**SETTINGS, table: values})
 
     return {
-        'register_method': [Case(registered(t.METHODS, t.register_method), dict(name='toy_method', replace=False))],
         'register_dataset': [Case(registered(t.DATASETS, t.register_dataset),
                                   dict(name='toy_dataset', replace=False))],
         'TrainConfig': [Case(t.TrainConfig, dict(SETTINGS), choices=CHOICES),
-                        Case(t.TrainConfig.from_dict, dict(values=dict(SETTINGS)), 'from_dict')],
-        'ContrastiveMethod': [Case(lambda: t.ContrastiveMethod().after_step(), {})],
-        'TwoViewMethod': [Case(two_view_loss, dict(view1=images(4, 8), view2=images(4, 8, seed=1)), 'loss',
-                               aliases={'view1': view_names, 'view2': view_names})],
+                        Case(t.TrainConfig.from_dict, dict(values=dict(SETTINGS)), 'from_dict'),
+                        Case(with_table('options'), dict(OPTIONS), 'options'),
+                        Case(with_table('augment'), dict(AUGMENT), 'augment'),
+                        Case(lambda: t.TrainConfig(**SETTINGS).to_toml(), {}, 'to_toml')],
         'load_datasets': [Case(t.load_datasets, dict(config=config))],
         'world': [Case(t.world, {})],
         'select_device': [Case(t.select_device, dict(device='cpu'), choices=('device',))],
@@ -84,7 +78,8 @@ def cases():
         'load_latest_checkpoint': [Case(t.load_latest_checkpoint, dict(run_dir=str(run), purpose='evaluate'),
                                         os_errors=True, choices=('purpose',))],
         'check_run_dir': [Case(t.check_run_dir, dict(run_dir=str(run), new=False), os_errors=True)],
-        'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp()), datasets=t.load_datasets(config)))],
+        'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp()), datasets=t.load_datasets(config),
+                                         monitors={'spread': lambda trainer: 1.0}))],
         'train': [Case(t.train, dict(config=config))],
         'resume': [Case(extended, dict(run_dir=str(run), epochs=2), os_errors=True)],
     }

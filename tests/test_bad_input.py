@@ -33,7 +33,7 @@ except ImportError:  # the exhaustive runner below needs no hypothesis
 
 MODULES = ('data', 'pairs', 'augment', 'similarity', 'infonce', 'temperature', 'memory_bank', 'moco', 'models',
            'evaluate', 'selfcheck', 'hard_negatives', 'debiased', 'training', 'cli', 'distributed', 'text',
-           'clip')
+           'clip', 'methods')
 
 # --- valid calls ------------------------------------------------------------------------------------------------
 
@@ -204,8 +204,8 @@ def _infonce():
     def train_on_pairs(images, epochs, batch_size, lr, weight_decay, seed):
         encoder, head = _SHARED['simclr'] = _encoder_head()
         params = [*encoder.parameters(), *head.parameters()]
-        return i.train_on_pairs(pair_loss, params, images, _small_policy(), epochs, batch_size, lr, weight_decay,
-                                seed, progress=False)
+        return i.train_on_pairs(pair_loss, params, images, _small_policy(), epochs=epochs, batch_size=batch_size,
+                                lr=lr, weight_decay=weight_decay, seed=seed, progress=False)
 
     def train_simclr(images, epochs, batch_size, temperature, lr, seed):
         encoder, head = _encoder_head()
@@ -223,7 +223,35 @@ def _infonce():
         'floor_at_zero': [Case(i.floor_at_zero, dict(loss=feats(6, 1).squeeze(1)), nan_ok=('loss',))],
         'train_on_pairs': [Case(train_on_pairs, {**training, 'weight_decay': 1e-6}, aliases={'images': ('view',)})],
         'train_simclr': [Case(train_simclr, {**training, 'temperature': 0.5})],
+        'SimCLROptions': [Case(i.SimCLROptions, dict(temperature=0.5, chunk_size=2))],
+        'SimCLR': [Case(lambda encoder, temperature, chunk_size:
+                        i.SimCLR(encoder, _encoder_head()[1], i.SimCLROptions(temperature, chunk_size)),
+                        dict(encoder=_encoder_head()[0], temperature=0.5, chunk_size=2)),
+                   Case(lambda view1, view2: _method_loss(i.SimCLR(*_encoder_head()), [view1, view2]),
+                        dict(view1=images(), view2=images(seed=1)), 'loss', aliases=_VIEW_ALIASES)],
+        'train_method': [Case(lambda images, epochs, batch_size, lr, seed:
+                              i.train_method(i.SimCLR(*_encoder_head()), images, _small_policy(), epochs, batch_size,
+                                             lr, seed=seed, progress=False),
+                              dict(images=images(8), epochs=1, batch_size=4, lr=1e-3, seed=0),
+                              aliases={'images': ('view',)})],
+        'PairLoss': [Case(lambda view1, view2: _method_loss(i.PairLoss(pair_loss, _pair_parameters()), [view1, view2]),
+                          dict(view1=images(), view2=images(seed=1)), 'loss', aliases=_VIEW_ALIASES)],
     }
+
+_VIEW_ALIASES = {'view1': ('views', 'view', 'x', 'z1', 'z2', 'h'), 'view2': ('views', 'view', 'x', 'z1', 'z2', 'h')}
+
+def _method_loss(method, views: list, indices=None):
+    "A method's loss on one batch of 4 sources, through the `methods` protocol."
+    batch = _mod('methods').Batch(views, torch.arange(4) if indices is None else indices,
+                                  torch.tensor([0, 1, 0, 1]), gen())
+    return method.loss(batch)
+
+# a method's step checks nothing itself (the trainer checked the batch): its building blocks name what they got
+_BANK_ALIASES = {'view': ('x', 'h', 'query'), 'indices': ('positive', 'query')}
+
+def _pair_parameters():
+    encoder, head = _SHARED['simclr'] = _encoder_head()
+    return [*encoder.parameters(), *head.parameters()]
 
 _SHARED: dict[str, Any] = {}
 
@@ -250,6 +278,18 @@ def _memory_bank():
         return m.train_memory_bank(encoder, head, images, m.MemoryBank(8, 4), k=k, policy=_small_policy(),
                                    epochs=epochs, batch_size=batch_size, temperature=temperature, lr=lr,
                                    progress=False)
+
+    def setup(n_train, batch_size, embed_dim):
+        return _mod('methods').MethodSetup(n_train=n_train, batch_size=batch_size, embed_dim=embed_dim)
+
+    def method(negatives='shared'):
+        return m.build_memory_bank_method(*_encoder_head(), m.MemoryBankOptions(k=3, negatives=negatives),
+                                          setup(8, 4, 4))
+
+    def after_step(method, view):
+        _method_loss(method, [view]).backward()
+        method.after_step()
+        return method.bank.memory
 
     def staleness(images, indices):
         encoder, head = _encoder_head()
@@ -280,6 +320,17 @@ def _memory_bank():
                                                lr=1e-3))],
         'bank_staleness': [Case(staleness, dict(images=images(3), indices=torch.tensor([0, 4, 7])),
                                 indices=('indices',))],
+        'MemoryBankOptions': [Case(m.MemoryBankOptions, dict(temperature=0.1, k=3, momentum=0.5, negatives='shared'),
+                                   choices=('negatives',))],
+        'MemoryBankMethod': [Case(lambda view, indices, negatives: _method_loss(method(negatives), [view], indices),
+                                  dict(view=images(), indices=torch.tensor([0, 7, 2, 5]), negatives='per-query'),
+                                  'loss', indices=('indices',), choices=('negatives',), aliases=_BANK_ALIASES),
+                             Case(lambda view: after_step(method(), view), dict(view=images()), 'after_step',
+                                  aliases=_BANK_ALIASES)],
+        'build_memory_bank_method': [Case(lambda n_train, batch_size, embed_dim, k:
+                                          m.build_memory_bank_method(*_encoder_head(), m.MemoryBankOptions(k=k),
+                                                                     setup(n_train, batch_size, embed_dim)),
+                                          dict(n_train=8, batch_size=4, embed_dim=4, k=3))],
     }
 
 def _moco():
@@ -306,7 +357,16 @@ def _moco():
                             bn_splits=bn_splits, seed=seed),
                       dict(queue_size=8, m=0.99, temperature=0.1, symmetric=False, bn_splits=1, seed=0)),
                  Case(lambda view1, view2: model()(view1, view2, gen()), dict(view1=images(4), view2=images(4, seed=1)),
-                      'forward', aliases={'view1': ('views',), 'view2': ('views',)})],
+                      'forward', aliases={'view1': ('views',), 'view2': ('views',)}),
+                 Case(lambda view1, view2: _method_loss(model(), [view1, view2]),
+                      dict(view1=images(4), view2=images(4, seed=1)), 'loss',
+                      aliases={'view1': ('views',), 'view2': ('views',)})],
+        'MoCoOptions': [Case(mo.MoCoOptions, dict(temperature=0.1, queue_size=8, momentum=0.99, symmetric=False,
+                                                  bn_splits=2))],
+        'build_moco': [Case(lambda batch_size, queue_size, bn_splits:
+                            mo.build_moco(*_encoder_head(), mo.MoCoOptions(queue_size=queue_size, bn_splits=bn_splits),
+                                          _mod('methods').MethodSetup(n_train=8, batch_size=batch_size, embed_dim=4)),
+                            dict(batch_size=4, queue_size=8, bn_splits=2))],
         'train_moco': [Case(lambda images, epochs, batch_size: mo.train_moco(model(), images, _small_policy(),
                                                                            epochs=epochs, batch_size=batch_size,
                                                                            progress=False),

@@ -3,6 +3,7 @@ weights, a corrupt checkpoint, and bad settings refused with one clear line befo
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,9 +14,10 @@ import torch
 
 from conftest import ROOT
 from contrastive_nb.cli import build_parser, main, option_help, read_config_file
-from contrastive_nb.training import TrainConfig, latest_checkpoint
+from contrastive_nb.methods import method_names, method_spec
+from contrastive_nb.training import TRAIN_POLICY, TrainConfig, latest_checkpoint
 
-TINY = ['--n-train', '60', '--n-test', '16', '--image-size', '16', '--width', '4', '--blocks', '2',
+TINY = ['--n-train', '60', '--n-test', '16', '--augment.size', '16', '--width', '4', '--blocks', '2',
         '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '8', '--epochs', '2', '--threads', '1',
         '--progress', 'false']
 
@@ -31,29 +33,46 @@ def final_weights(run_dir) -> dict:
 
 @pytest.mark.slow
 def test_help_lists_every_setting_with_its_default(tmp_path):
+    def shows_defaults(text: str, settings: list[tuple[str, object]]) -> None:
+        for option, default in settings:
+            assert option in text, option
+            default = str(default).lower() if isinstance(default, bool) else repr(default)
+            # its help entry: not the usage's [--x X], nor another option's help that mentions it
+            entry = re.search(rf'(?<!\[){re.escape(option)} (INT|FLOAT|TEXT|BOOL)\b', text)
+            assert entry, option
+            after = text[entry.start():]
+            assert f"(default: {default})" in after[:400], f"{option} does not show its default {default}"
+    def flag(name: str, table: str = '') -> str: return '--' + (f'{table}.' if table else '') + name.replace('_', '-')
     out = cli('train', '--help', cwd=tmp_path)
     assert out.returncode == 0
     text = ' '.join(out.stdout.split())  # argparse wraps lines
-    for f in dataclasses.fields(TrainConfig):
-        option = '--' + f.name.replace('_', '-')
-        assert option in text, option
-        default = str(f.default).lower() if isinstance(f.default, bool) else repr(f.default)
-        after = text[text.rindex(option + ' '):]  # the option's help entry, after the usage lines
-        assert f"(default: {default})" in after[:400], f"{option} does not show its default {default}"
+    tables = ('augment', 'options')  # not options themselves: one option per setting of each
+    shows_defaults(text, [(flag(f.name), f.default) for f in dataclasses.fields(TrainConfig) if f.name not in tables])
+    shows_defaults(text, [(flag(f.name, 'augment'), getattr(TRAIN_POLICY, f.name))
+                          for f in dataclasses.fields(TRAIN_POLICY)])
+    assert "(default: (0.3, 1.0))" in text  # a tuple: lesson 03's crops of Shapes
+    shows_defaults(text, list({flag(k, 'options'): v for k, v in method_spec('simclr').options().to_dict().items()}
+                              .items()))
     for word in ('--config', '--resume', '--run-dir'): assert word in text
-    assert option_help()['method'].startswith('simclr, moco')
+    assert ', '.join(method_names()) in text  # every method by name
+    assert option_help()['method'].startswith('a registered method')
+    assert '--options.queue-size' not in text  # another method's option
+    moco = ' '.join(cli('train', '--method', 'moco', '--help', cwd=tmp_path).stdout.split())
+    shows_defaults(moco, [(flag(k, 'options'), v) for k, v in method_spec('moco').options().to_dict().items()])
+    assert "options of method 'moco'" in moco and '--options.chunk-size' not in moco
     top = cli('--help', cwd=tmp_path).stdout
     assert 'train' in top and 'evaluate' in top
 
 @pytest.mark.slow
 def test_a_tiny_run_writes_its_folder_and_evaluate_reads_it(tmp_path):
-    out = cli('train', *TINY, '--method', 'moco', '--queue-size', '16', '--run-dir', 'run', cwd=tmp_path)
+    out = cli('train', *TINY, '--method', 'moco', '--options.queue-size', '16', '--run-dir', 'run', cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     run = tmp_path / 'run'
     assert {p.name for p in run.iterdir()} >= {'config.json', 'config.toml', 'metrics.csv', 'checkpoints', 'report.json'}
     assert report == json.loads((run / 'report.json').read_text()) and report['step'] == 12
-    assert json.loads((run / 'config.json').read_text())['method'] == 'moco'
+    saved = json.loads((run / 'config.json').read_text())
+    assert saved['method'] == 'moco' and saved['options']['queue_size'] == 16 and saved['augment']['size'] == 16
     assert len((run / 'metrics.csv').read_text().splitlines()) == 13
     out = cli('evaluate', 'run', '--device', 'cpu', cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -103,6 +122,9 @@ def test_a_truncated_checkpoint_is_named_and_the_previous_one_still_resumes(tmp_
     (['--method', 'simsiam'], "method must be one of"),
     (['--batch-size', '1'], "batch_size must be at least 2"),
     (['--dataset', 'cifar10', '--data-root', 'no/such/folder'], "CIFAR-10 was not found"),
+    (['--options.temperature', '0'], "temperature must be a finite number in (0"),
+    (['--method', 'moco', '--options.symmetric', 'true', '--options.bn-splits', '0'], "bn_splits"),
+    (['--augment.scale', '0.5', '2.0'], "scale[1]"),
 ])
 def test_bad_settings_fail_in_one_line_before_any_work(tmp_path, args, message):
     out = cli('train', *args, '--run-dir', 'run', cwd=tmp_path)
@@ -118,8 +140,16 @@ def run_main(capsys, *args) -> tuple[int, str, str]:
     return code, out, err
 
 @pytest.mark.parametrize('toml,message', [
-    ('temperature = 0.0\n', 'temperature must be a finite number in (0'),
-    ('temperature = -1\n', 'temperature'),
+    ('[options]\ntemperature = 0.0\n', 'temperature must be a finite number in (0'),
+    ('[options]\ntemperature = -1\n', 'temperature'),
+    ('[options]\nqueue_size = 16\n', "unknown setting(s) ['queue_size'] for SimCLROptions; its settings are"),
+    ('method = "moco"\n[options]\nk = 16\n', "unknown setting(s) ['k'] for MoCoOptions"),
+    ('method = "moco"\n[options]\nsymmetric = 1\n', "symmetric must be True or False"),
+    ('options = 0.5\n', 'options must be a SimCLROptions'),
+    ('[augment]\nscale = [0.5]\n', 'scale must be a (low, high) pair'),
+    ('[augment]\nsise = 16\n', "unknown setting(s) ['sise'] for AugmentationPolicy"),
+    ('temperature = 0.2\n', "unknown setting(s) ['temperature']"),  # the flat names of before are refused
+    ('image_size = 16\n', "unknown setting(s) ['image_size']"),
     ('batch_size = "big"\n', 'batch_size must be an int'),
     ('epochs = 2.5\n', 'epochs must be an int'),
     ('dataset = "imagenet"\n', 'dataset must be one of'),
@@ -131,14 +161,45 @@ def test_bad_config_files_give_one_clear_error(tmp_path, capsys, monkeypatch, to
     (tmp_path / 'c.toml').write_text(toml)
     code, _, err = run_main(capsys, 'train', '--config', 'c.toml')
     assert code == 2 and message in err and not (tmp_path / 'runs').exists()
+    assert len(err.strip().splitlines()) == 1, err
+
+def test_a_methods_unknown_option_or_bad_value_on_the_command_line_is_refused_before_any_work(
+        tmp_path, capsys, monkeypatch):
+    from contrastive_nb import training
+    def boom(config): raise AssertionError('the data was loaded before the error')
+    monkeypatch.setattr(training, 'load_datasets', boom)
+    monkeypatch.chdir(tmp_path)
+    for args, message in [(['--options.temperature', '-1'], 'temperature must be a finite number in (0'),
+                          (['--method', 'memory_bank', '--options.k', '0'], 'k must lie in [1'),
+                          (['--method', 'hcl', '--options.beta', 'nan'], 'beta must be a finite number'),
+                          (['--augment.blur-p', '1.5'], 'blur_p')]:
+        code, _, err = run_main(capsys, 'train', *args)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
+        assert err.startswith('contrastive-nb train: error: ')
+    # another method's option, or a typo: argparse's usage line and its error, exit 2
+    for args, unknown in [(['--options.queue-size', '16'], '--options.queue-size 16'),
+                          (['--method', 'moco', '--options.k', '16'], '--options.k 16'),
+                          (['--image-size', '16'], '--image-size 16')]:
+        with pytest.raises(SystemExit) as info: main(['train', *args])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and f'unrecognized arguments: {unknown}' in err, err
+        assert 'Traceback' not in err and len(err.strip().splitlines()) <= 2
+    code, _, err = run_main(capsys, 'train', '--method', 'simsiam', '--options.temperature', '0.1')
+    assert code == 2 and 'method must be one of' in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / 'runs').exists()
 
 def test_options_override_the_config_file(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / 'c.toml').write_text('method = "debiased"\nepochs = 3\nlr = 1\n')
-    code, out, err = run_main(capsys, 'train', '--config', 'c.toml', *TINY, '--run-dir', 'r')
+    (tmp_path / 'c.toml').write_text('method = "debiased"\nepochs = 3\nlr = 1\n[options]\ntemperature = 0.3\n'
+                                     'tau_plus = 0.2\n[augment]\nblur_p = 0.0\nsize = 8\n')
+    code, out, err = run_main(capsys, 'train', '--config', 'c.toml', *TINY, '--options.tau-plus', '0.15',
+                              '--augment.scale', '0.2', '0.9', '--run-dir', 'r')
     assert code == 0, err
     saved = json.loads((tmp_path / 'r' / 'config.json').read_text())
     assert saved['method'] == 'debiased' and saved['epochs'] == 2 and saved['lr'] == 1.0
+    # table by table: the file's other settings of [options] and [augment] stay, the options' win
+    assert saved['options'] == {'temperature': 0.3, 'tau_plus': 0.15}
+    assert (saved['augment']['blur_p'], saved['augment']['size'], saved['augment']['scale']) == (0.0, 16, [0.2, 0.9])
     assert read_config_file(tmp_path / 'r' / 'config.toml') == saved  # the saved TOML reads back
     code, _, err = run_main(capsys, 'train', *TINY, '--run-dir', 'r')
     assert code == 2 and 'already holds a run' in err
@@ -171,6 +232,14 @@ def test_bool_options_and_a_wrong_type_on_the_command_line(capsys):
     assert parser.parse_args(['train', '--channels-last', 'yes']).channels_last is True
     with pytest.raises(SystemExit) as info: parser.parse_args(['train', '--channels-last', 'maybe'])
     assert info.value.code == 2 and 'expected true or false' in capsys.readouterr().err
+    args = build_parser('moco').parse_args(['train', '--options.symmetric', 'yes', '--options.queue-size', '32',
+                                            '--augment.scale', '0.1', '0.8'])
+    assert vars(args)['options.symmetric'] is True and vars(args)['options.queue_size'] == 32
+    assert vars(args)['augment.scale'] == [0.1, 0.8]
+    for bad, why in [(['--options.queue-size', '1.5'], "invalid int value: '1.5'"),
+                     (['--augment.scale', '0.1'], 'expected 2 arguments')]:
+        with pytest.raises(SystemExit) as info: build_parser('moco').parse_args(['train', *bad])
+        assert info.value.code == 2 and why in capsys.readouterr().err
 
 # --- issue 23: damaged checkpoints, mixed run folders, bad output folders, binary config files ------------------
 
@@ -199,9 +268,10 @@ def test_resume_refuses_an_edited_config_json_naming_the_setting(tmp_path, capsy
     monkeypatch.chdir(tmp_path)
     assert run_main(capsys, 'train', *TINY, '--run-dir', 'r')[0] == 0
     saved = tmp_path / 'r' / 'config.json'
-    saved.write_text(json.dumps({**json.loads(saved.read_text()), 'temperature': 0.5}))
+    values = json.loads(saved.read_text())
+    saved.write_text(json.dumps({**values, 'options': {**values['options'], 'temperature': 0.5}}))
     code, _, err = run_main(capsys, 'train', '--resume', 'r')
-    assert code == 2 and 'differ in temperature (0.5 vs 0.2)' in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and 'differ in options.temperature (0.5 vs 0.2)' in err and len(err.strip().splitlines()) == 1
 
 @pytest.mark.parametrize('where,message', [('file', 'is a file, not a folder'),
                                            ('file/run', 'which is a file, not a folder')])

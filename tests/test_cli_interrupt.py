@@ -56,7 +56,7 @@ def test_an_interrupt_before_any_checkpoint_says_to_start_again(tmp_path, capsys
 
 # --- Ctrl-C to torchrun: the agent forwards it to its 2 workers (issue 23) ------------------------------------------
 
-TWO = ['--n-train', '200', '--n-test', '16', '--image-size', '16', '--width', '4', '--blocks', '2', '--head-hidden',
+TWO = ['--n-train', '200', '--n-test', '16', '--augment.size', '16', '--width', '4', '--blocks', '2', '--head-hidden',
        '16', '--embed-dim', '8', '--batch-size', '16', '--epochs', '3', '--threads', '1', '--progress', 'false',
        '--method', 'simclr_global', '--norm', 'group', '--checkpoint-every', '4']  # 11 steps per epoch, 33 in all
 

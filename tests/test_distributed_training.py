@@ -15,9 +15,10 @@ import torch
 from conftest import ROOT
 from contrastive_nb.distributed import free_port, launch
 from contrastive_nb.infonce import nt_xent
+from contrastive_nb.methods import Batch
 from contrastive_nb.training import TrainConfig, Trainer, latest_checkpoint, world
 
-TINY = dict(n_train=64, n_test=16, image_size=16, width=4, blocks=2, head_hidden=16, embed_dim=8, batch_size=8,
+TINY = dict(n_train=64, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8, batch_size=8,
             epochs=1, knn_every=0, progress=False, threads=1, norm='group', method='simclr_global')
 
 # --- workers, run in each of the 2 processes -------------------------------------------------------------------------
@@ -28,7 +29,8 @@ def _one_backward(trainer: Trainer) -> tuple:
     idx = trainer.order[trainer.rank * trainer.local_batch:(trainer.rank + 1) * trainer.local_batch]
     views = trainer._views(trainer.images[idx])
     trainer.optimizer.zero_grad(set_to_none=True)
-    loss = trainer.method.loss_backward(views, idx, trainer.labels[idx], trainer.view_generator, lambda v: v)
+    batch = Batch(views, idx, trainer.labels[idx], trainer.view_generator)
+    loss = trainer.method.loss_backward(batch, lambda v: v)
     loss = trainer._average_gradients(loss) if trainer.world_size > 1 else loss
     return views, [p.grad.clone() for p in trainer.parameters], loss.item()
 
@@ -38,7 +40,8 @@ def _trainer_checks() -> dict:
     out['views'], out['grads'], out['loss'] = views, grads, loss
     runs = {}
     for chunk in (0, 3):
-        trainer = Trainer(TrainConfig(**{**TINY, 'grad_cache_chunk': chunk, 'epochs': 2}))
+        trainer = Trainer(TrainConfig(**{**TINY, 'options': {'grad_cache_chunk': chunk}, 'epochs': 2}))
+        assert trainer.method.options.grad_cache_chunk == chunk
         runs[chunk] = {'losses': [trainer.train_step() for _ in range(6)],
                        'weights': {k: v.clone() for k, v in trainer.method.state_dict().items()}}
     out['runs'] = runs
@@ -64,7 +67,7 @@ def test_averaged_gradients_equal_one_process_on_the_global_batch(two):
     method = trainer.method
     v1, v2 = (torch.cat([r['views'][i] for r in two]) for i in range(2))
     z1, z2 = (method.embed(method.encoder, method.head, v) for v in (v1, v2))
-    loss = nt_xent(z1, z2, temperature=TINY.get('temperature', 0.2))
+    loss = nt_xent(z1, z2, temperature=trainer.config.options.temperature)
     grads = torch.autograd.grad(loss, trainer.parameters)
     assert two[0]['loss'] == pytest.approx(loss.item(), rel=1e-5) and two[1]['loss'] == two[0]['loss']
     for g, a, b in zip(grads, two[0]['grads'], two[1]['grads']):
@@ -82,8 +85,8 @@ def test_processes_stay_in_step_and_gradient_caching_gives_the_plain_losses(two)
         torch.testing.assert_close(cached['weights'][k], plain['weights'][k], rtol=1e-3, atol=1e-5)
 
 @pytest.mark.parametrize('changes, message', [
-    (dict(method='moco', queue_size=16), "keeps a queue of keys that each of the 2 processes"),
-    (dict(method='memory_bank', bank_k=8), "keeps a memory bank"),
+    (dict(method='moco', options={'queue_size': 16}), "keeps a queue of keys that each of the 2 processes"),
+    (dict(method='memory_bank', options={'k': 8}), "keeps a memory bank"),
     (dict(batch_size=9), r"batch_size \(9\) is the global batch"),
     (dict(batch_size=2), r"batch_size \(2\) is the global batch"),
 ])
@@ -93,7 +96,7 @@ def test_what_cannot_run_in_two_processes_is_refused_in_every_process(changes, m
 
 def test_gradient_caching_with_batchnorm_is_refused_before_training():
     with pytest.raises(ValueError, match="gradient caching is exact only without BatchNorm"):
-        Trainer(TrainConfig(**{**TINY, 'norm': 'batch', 'grad_cache_chunk': 4}))
+        Trainer(TrainConfig(**{**TINY, 'norm': 'batch', 'options': {'grad_cache_chunk': 4}}))
 
 def test_in_one_process_simclr_global_is_simclr():
     losses = {m: [t.train_step() for t in [Trainer(TrainConfig(**{**TINY, 'method': m}))] for _ in range(3)]
@@ -102,9 +105,9 @@ def test_in_one_process_simclr_global_is_simclr():
 
 # --- torchrun and the command line -----------------------------------------------------------------------------------
 
-CLI = ['--n-train', '200', '--n-test', '16', '--image-size', '16', '--width', '4', '--blocks', '2',
+CLI = ['--n-train', '200', '--n-test', '16', '--augment.size', '16', '--width', '4', '--blocks', '2',
        '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '16', '--epochs', '3', '--threads', '1',
-       '--progress', 'false', '--method', 'simclr_global', '--norm', 'group', '--grad-cache-chunk', '3',
+       '--progress', 'false', '--method', 'simclr_global', '--norm', 'group', '--options.grad-cache-chunk', '3',
        '--checkpoint-every', '4']
 
 def torchrun(*args, cwd) -> subprocess.Popen:

@@ -30,8 +30,8 @@ CALLS = {
     'linear_probe': lambda s: linear_probe(x, y, x, y, epochs=1, seed=s),
     'train_on_pairs': lambda s: train_on_pairs(lambda a, b, g: a.sum(), [nn.Parameter(torch.ones(()))],
                                                shapes.images, epochs=1, batch_size=4, seed=s, progress=False),
-    'train_memory_bank': lambda s: train_memory_bank(nn.Flatten(), nn.Identity(), shapes.images,
-                                                     MemoryBank(8, 192), k=2, epochs=1, batch_size=4,
+    'train_memory_bank': lambda s: train_memory_bank(nn.Flatten(), nn.Linear(192, 4), shapes.images,  # a weight
+                                                     MemoryBank(8, 4), k=2, epochs=1, batch_size=4,
                                                      policy=AugmentationPolicy(size=8), seed=s,
                                                      progress=False),
     'train_text_encoder': lambda s: train_text_encoder(['a b', 'a c', 'd e', 'd f'], torch.tensor([0, 0, 1, 1]),

@@ -1,6 +1,7 @@
 """Package tests for contrastive_nb.training: the config's checks, equality with the lessons' loops, every method,
 checkpoints (atomic, complete, readable with weights_only) and exact in-process resume."""
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -9,6 +10,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import types
 import zipfile
 from pathlib import Path
 
@@ -18,14 +20,17 @@ import torch
 
 from conftest import ROOT
 from contrastive_nb import training
+from contrastive_nb.augment import AugmentationPolicy
 from contrastive_nb.data import DatasetNotFoundError, write_cifar10_fixture, write_stl10_fixture
-from contrastive_nb.infonce import train_simclr
+from contrastive_nb.infonce import SimCLROptions, train_simclr
 from contrastive_nb.memory_bank import train_memory_bank
-from contrastive_nb.moco import train_moco
+from contrastive_nb.moco import MoCo, MoCoOptions, train_moco
+from contrastive_nb.methods import (
+    BUILTIN_METHODS, METHODS, Batch, ContrastiveMethod, MethodOptions, TwoViewMethod, method_names, method_spec,
+    register_method)
 from contrastive_nb.training import (
-    DATASETS, LARS, METHODS, CheckpointError, ContrastiveMethod, TrainConfig, Trainer, TwoViewMethod, cpu_threads,
-    latest_checkpoint, load_checkpoint, load_datasets, lr_factor, register_method, resume, save_checkpoint,
-    select_device, train)
+    CHECKPOINT_FORMAT, DATASETS, LARS, CheckpointError, TrainConfig, Trainer, cpu_threads, latest_checkpoint,
+    load_checkpoint, load_datasets, lr_factor, resume, save_checkpoint, select_device, train)
 from contrastive_nb.training import _write_text
 
 @pytest.fixture(autouse=True)
@@ -34,9 +39,16 @@ def one_thread():
 
 def tiny(**changes) -> TrainConfig:
     "A run of a few steps on 16 px Shapes with a 4-channel CNN."
-    base = dict(n_train=40, n_test=16, image_size=16, width=4, blocks=2, head_hidden=16, embed_dim=8,
+    base = dict(n_train=40, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8,
                 batch_size=8, epochs=2, knn_every=0, val_fraction=0.2, progress=False)
     return TrainConfig(**{**base, **changes})
+
+# options that fit a run of 40 images, 8 per batch (the defaults' queue and bank are larger than the data)
+SMALL = {'memory_bank': {'k': 16}, 'moco': {'queue_size': 16}}
+
+def small(method: str, **options) -> dict:
+    "The method's options for a tiny run, with `options` changed."
+    return {**SMALL.get(method, {}), **options}
 
 def losses(trainer: Trainer) -> list[float]: return [row[2] for row in trainer.history]
 
@@ -47,7 +59,7 @@ def same_weights(a: dict, b: dict) -> bool: return a.keys() == b.keys() and all(
 # --- the lessons' loops, step for step ------------------------------------------------------------------------------
 
 def test_simclr_equals_train_simclr():
-    trainer = Trainer(tiny(method='simclr', temperature=0.3))
+    trainer = Trainer(tiny(method='simclr', options={'temperature': 0.3}))
     encoder, head = copy.deepcopy(trainer.method.encoder), copy.deepcopy(trainer.method.head)
     trainer.fit()
     ref = train_simclr(encoder, head, trainer.images, trainer.policy, epochs=2, batch_size=8, temperature=0.3,
@@ -56,15 +68,19 @@ def test_simclr_equals_train_simclr():
     assert same_weights(weights(trainer.method.encoder), weights(encoder))
 
 def test_moco_equals_train_moco_with_shuffle_bn():
-    trainer = Trainer(tiny(method='moco', queue_size=24, bn_splits=2, moco_momentum=0.9, temperature=0.2))
-    model = copy.deepcopy(trainer.method.model)
+    trainer = Trainer(tiny(method='moco', options=dict(queue_size=24, bn_splits=2, momentum=0.9, temperature=0.3)))
+    assert isinstance(trainer.method, MoCo)  # the method is the lesson's model itself
+    assert (trainer.method.m, trainer.method.temperature, trainer.method.bn_splits) == (0.9, 0.3, 2)
+    assert len(trainer.method.queue.keys) == 24
+    model = copy.deepcopy(trainer.method)
     trainer.fit()
     ref = train_moco(model, trainer.images, trainer.policy, epochs=2, batch_size=8, seed=0, progress=False)
     assert losses(trainer) == ref.loss.tolist()
-    assert same_weights(weights(trainer.method.model), weights(model))  # key side and queue too
+    assert same_weights(weights(trainer.method), weights(model))  # key side and queue too
 
 def test_memory_bank_equals_train_memory_bank():
-    trainer = Trainer(tiny(method='memory_bank', bank_k=16, temperature=0.1, bank_momentum=0.3))
+    trainer = Trainer(tiny(method='memory_bank', options=dict(k=16, temperature=0.1, momentum=0.3)))
+    assert trainer.method.bank.momentum == 0.3
     encoder, head, bank = (copy.deepcopy(m) for m in (trainer.method.encoder, trainer.method.head,
                                                       trainer.method.bank))
     trainer.fit()
@@ -78,15 +94,77 @@ def test_another_seed_gives_other_losses():
 
 # --- every method ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize('method', sorted(METHODS))
+@pytest.mark.parametrize('method', method_names())
 def test_every_method_trains(method):
-    config = tiny(method=method, bank_k=16, queue_size=16, temperature=0.2)
+    config = tiny(method=method, options=small(method))
     trainer = Trainer(config)
     before = weights(trainer.encoder)
     report = trainer.fit()
     assert len(trainer.history) == 8 and all(math.isfinite(x) for x in losses(trainer))
     assert not same_weights(before, weights(trainer.encoder))
     assert 0 <= report['val_knn'] <= 1 and 0 <= report['test_knn'] <= 1
+
+# every option of every built-in method away from its default (the memory bank's k fits 40 images)
+CHANGED = {'simclr': dict(temperature=0.3, chunk_size=3),
+           'memory_bank': dict(temperature=0.3, k=12, momentum=0.3, negatives='per-query'),
+           'moco': dict(temperature=0.3, queue_size=16, momentum=0.9, symmetric=True, bn_splits=2),
+           'hard_negative': dict(temperature=0.3, weight=0.7, num_hard=3),
+           'debiased': dict(temperature=0.3, tau_plus=0.2),
+           'hcl': dict(temperature=0.3, tau_plus=0.2, beta=0.5),
+           'supcon': dict(temperature=0.3),
+           'simclr_global': dict(temperature=0.3, grad_cache_chunk=4, chunk_size=3)}
+
+def test_changed_options_cover_every_option_of_every_built_in_method():
+    assert sorted(CHANGED) == sorted(BUILTIN_METHODS)
+    for name, changes in CHANGED.items():
+        defaults = method_spec(name).options().to_dict()
+        assert sorted(changes) == sorted(defaults), name
+        assert all(changes[k] != defaults[k] for k in changes), name
+
+def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
+    "The loss of the lesson that teaches `name`, with the lesson's own functions, the modules of `method`."
+    from contrastive_nb.debiased import debiased_nt_xent, hcl_loss, supcon_loss
+    from contrastive_nb.distributed import global_nt_xent
+    from contrastive_nb.hard_negatives import hard_negative_loss, in_batch_negatives
+    from contrastive_nb.infonce import info_nce, nt_xent
+    o, views, g = types.SimpleNamespace(**options), batch.views, batch.generator
+    if name == 'moco':  # lesson 06's model is its own loss
+        assert (method.temperature, method.m, method.symmetric, method.bn_splits, len(method.queue.keys)) == (
+            o.temperature, o.momentum, o.symmetric, o.bn_splits, o.queue_size)
+        return method(views[0], views[1], g)
+    if name == 'memory_bank':  # lesson 05's step: read the bank before it is written
+        bank, rows = method.bank, batch.indices
+        query = method.head(method.encoder(views[0]))
+        draw = bank.sample_shared_negatives if o.negatives == 'shared' else bank.sample_negatives
+        return info_nce(query, bank(rows), draw(rows, o.k, g), o.temperature)
+    z1, z2 = (method.head(method.encoder(v)) for v in views)
+    if name == 'simclr': return nt_xent(z1, z2, temperature=o.temperature, chunk_size=o.chunk_size)
+    if name == 'simclr_global': return global_nt_xent(z1, z2, o.temperature, o.chunk_size)
+    if name == 'hard_negative':
+        return hard_negative_loss(*in_batch_negatives(z1, z2), o.temperature, o.weight, o.num_hard)
+    if name == 'debiased': return debiased_nt_xent(z1, z2, o.temperature, o.tau_plus)
+    if name == 'hcl': return hcl_loss(z1, z2, o.temperature, o.tau_plus, o.beta)
+    if name == 'supcon': return supcon_loss(torch.cat([z1, z2]), torch.cat([batch.labels] * 2), o.temperature)
+    raise AssertionError(f"no lesson loss for {name!r}: add it here")
+
+@pytest.mark.parametrize('method', sorted(BUILTIN_METHODS))
+def test_every_built_in_methods_first_loss_is_its_lessons_loss_on_the_same_batch(method, monkeypatch):
+    options = {**CHANGED[method], 'grad_cache_chunk': 0} if method == 'simclr_global' else CHANGED[method]
+    trainer = Trainer(tiny(method=method, options=options))
+    assert trainer.config.options.to_dict() == options
+    before = copy.deepcopy(trainer.method)  # the method as the first step finds it
+    seen = []
+    original = trainer.method.loss_backward
+    def spy(batch, scale):
+        generator = torch.Generator()
+        generator.set_state(batch.generator.get_state())  # what the method draws from, from here
+        seen.append(Batch([v.clone() for v in batch.views], batch.indices.clone(), batch.labels.clone(),
+                          generator))
+        return original(batch, scale)
+    monkeypatch.setattr(trainer.method, 'loss_backward', spy)
+    loss = trainer.train_step()
+    assert len(seen) == 1 and len(seen[0].views) == trainer.method.n_views
+    assert loss == lesson_loss(method, before, seen[0], options).item()
 
 def test_schedule_warmup_then_cosine():
     assert [lr_factor(s, 10, 2) for s in (0, 1)] == [0.5, 1.0]
@@ -126,7 +204,7 @@ def test_channels_last_gives_the_same_losses_up_to_rounding():
     assert a.encoder.features[0][0].weight.is_contiguous(memory_format=torch.channels_last)
 
 def test_chunked_loss_gives_the_same_losses_up_to_rounding():
-    assert losses(train(tiny(chunk_size=3))) == pytest.approx(losses(train(tiny())), rel=1e-5)
+    assert losses(train(tiny(options={'chunk_size': 3}))) == pytest.approx(losses(train(tiny())), rel=1e-5)
 
 def test_cpu_threads_restores_the_setting():
     before = torch.get_num_threads()
@@ -148,21 +226,56 @@ def test_cuda_bfloat16_channels_last_run():
 
 # --- extension points ------------------------------------------------------------------------------------------------
 
-def test_a_registered_method_is_trained_by_name():
-    calls = []
-    def build(config, encoder, head, n_train):
-        def pair_loss(z1, z2, labels):
-            calls.append(len(z1))
-            return (z1 - z2).pow(2).mean()
-        return TwoViewMethod(encoder, head, pair_loss)
-    register_method('toy_alignment', build)
+@dataclasses.dataclass(frozen=True)
+class ToyOptions(MethodOptions):
+    "A user's method's own settings, checked by their class."
+    weight: float = 1.0 # scale of the loss
+
+    def __post_init__(self):
+        if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)) or not self.weight > 0:
+            raise ValueError(f"weight must be a positive number, got {self.weight!r}")
+        self._store(weight=float(self.weight))
+
+class ToyAlignment(TwoViewMethod):
+    "Pull the two views together (no negatives): a method written outside the package."
+    Options = ToyOptions
+    calls: list = []
+
+    def pair_loss(self, z1, z2, batch):
+        ToyAlignment.calls.append((len(z1), len(batch.labels)))
+        return self.options.weight * (z1 - z2).pow(2).mean()
+
+def test_a_registered_method_is_trained_by_name_with_its_own_options():
+    ToyAlignment.calls = []
+    assert register_method('toy_alignment', ToyAlignment) is ToyAlignment  # a TwoViewMethod builds itself
     try:
-        with pytest.raises(ValueError, match='already registered'): register_method('toy_alignment', build)
-        train(tiny(method='toy_alignment'))
-        assert calls == [8] * 8
+        assert METHODS['toy_alignment'].options is ToyOptions  # taken from ToyAlignment.Options
+        register_method('toy_alignment', ToyAlignment)  # the same builder again (a cell run twice): fine
+        other = lambda encoder, head, options, setup: ToyAlignment(encoder, head, options, setup)
+        with pytest.raises(ValueError, match="method 'toy_alignment' is already registered"):
+            register_method('toy_alignment', other, ToyOptions)
+        trainer = train(tiny(method='toy_alignment', options={'weight': 2.0}))
+        assert isinstance(trainer.method, ToyAlignment) and trainer.method.options == ToyOptions(weight=2.0)
+        assert ToyAlignment.calls == [(8, 8)] * 8 and all(math.isfinite(x) for x in losses(trainer))
+        with pytest.raises(ValueError, match=r"unknown setting\(s\) \['wieght'\] for ToyOptions"):
+            tiny(method='toy_alignment', options={'wieght': 2.0})
+        with pytest.raises(ValueError, match='weight must be a positive number'):
+            tiny(method='toy_alignment', options={'weight': -1.0})
     finally:
         del METHODS['toy_alignment']
     with pytest.raises(ValueError, match='method must be one of'): tiny(method='toy_alignment')
+
+def test_a_builder_gets_its_options_and_the_run_it_builds_for():
+    seen = []
+    def build(encoder, head, options, setup):
+        seen.append((options, setup))
+        return ToyAlignment(encoder, head, options, setup)
+    register_method('toy_built', build, ToyOptions)
+    try: Trainer(tiny(method='toy_built', options={'weight': 3.0}, seed=7))
+    finally: del METHODS['toy_built']
+    [(options, setup)] = seen
+    assert options == ToyOptions(weight=3.0)
+    assert (setup.n_train, setup.batch_size, setup.embed_dim, setup.seed, setup.world_size) == (32, 8, 8, 7, 1)
 
 def test_a_builder_must_return_a_contrastive_method():
     register_method('broken', lambda *args: torch.nn.Linear(2, 2))
@@ -171,48 +284,158 @@ def test_a_builder_must_return_a_contrastive_method():
     finally: del METHODS['broken']
     assert issubclass(TwoViewMethod, ContrastiveMethod)
 
+def test_registering_refuses_a_built_in_name_bad_names_and_options_that_are_not_a_dataclass(monkeypatch):
+    monkeypatch.delitem(METHODS, 'simclr', raising=False)  # as before lesson 03 is imported
+    with pytest.raises(ValueError, match="'simclr' is the name of the course's own method"):
+        register_method('simclr', ToyAlignment)
+    assert 'simclr' not in METHODS
+    monkeypatch.undo()
+    method_spec('simclr')  # the lesson's own registration, back
+    with pytest.raises(ValueError, match="method 'simclr' is already registered"):
+        register_method('simclr', ToyAlignment)
+    with pytest.raises(ValueError, match='a method name must be a word'): register_method('my method', ToyAlignment)
+    with pytest.raises(TypeError, match='options must be a MethodOptions dataclass'):
+        register_method('toy_dict', ToyAlignment, dict)
+    assert 'toy_dict' not in METHODS
+
+# --- the trainer below the methods ----------------------------------------------------------------------------
+
+def test_the_lazy_table_of_built_in_methods_agrees_with_the_lessons_registrations():
+    import importlib, pkgutil
+    import contrastive_nb
+    for module in pkgutil.iter_modules(contrastive_nb.__path__):  # every module: a lesson may register anywhere
+        if module.name != '_modidx': importlib.import_module(f'contrastive_nb.{module.name}')
+    for name, (module, qualname) in BUILTIN_METHODS.items():
+        spec = METHODS[name]
+        assert (spec.builder.__module__, spec.builder.__qualname__) == (module, qualname), name
+        assert getattr(importlib.import_module(module), qualname) is spec.builder, name
+    ours = {n for n, spec in METHODS.items() if spec.builder.__module__.startswith('contrastive_nb.')}
+    assert ours == set(BUILTIN_METHODS), "a lesson registers a method the lazy table lacks (or the reverse)"
+    assert set(BUILTIN_METHODS) <= set(method_names())
+
+def test_a_built_in_method_is_found_by_name_in_a_fresh_process_without_importing_its_lesson():
+    code = ("import sys; from contrastive_nb.training import TrainConfig; "
+            "assert 'contrastive_nb.distributed' not in sys.modules; "
+            "c = TrainConfig(method='simclr_global', options={'grad_cache_chunk': 4}); "
+            "assert type(c.options).__name__ == 'GlobalSimCLROptions' and c.options.grad_cache_chunk == 4; "
+            "assert 'contrastive_nb.distributed' in sys.modules")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, 'PYTHONPATH': str(ROOT)})
+    assert out.returncode == 0, out.stderr
+
+def test_training_imports_no_lesson_module():
+    import ast
+    tree = ast.parse((ROOT / 'contrastive_nb' / 'training.py').read_text())
+    ours = set()
+    for node in ast.walk(tree):  # every import, also one inside a function
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            ours |= {node.module} if node.module else {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or '').startswith('contrastive_nb'):
+            ours.add(node.module.partition('.')[2] or next(a.name for a in node.names))
+        elif isinstance(node, ast.Import):
+            ours |= {a.name.partition('.')[2] for a in node.names if a.name.startswith('contrastive_nb.')}
+        elif isinstance(node, ast.Call) and getattr(node.func, 'attr', None) == 'import_module':
+            ours.add('<import_module>')
+    assert ours <= {'_checks', 'augment', 'data', 'evaluate', 'methods', 'models'}, sorted(ours)
+    assert {'augment', 'methods'} <= ours  # the parse found the imports
+
 # --- config -----------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize('changes,error,match', [
     (dict(method='simsiam'), ValueError, 'method must be one of'),
     (dict(dataset='imagenet'), ValueError, 'dataset must be one of'),
     (dict(batch_size=1), ValueError, 'batch_size must be at least 2'),
-    (dict(temperature=0.0), ValueError, 'temperature'),
-    (dict(temperature=-0.5), ValueError, 'temperature'),
+    (dict(options={'temperature': 0.0}), ValueError, 'temperature'),
+    (dict(options={'temperature': -0.5}), ValueError, 'temperature'),
     (dict(batch_size='256'), TypeError, 'batch_size must be an int'),
     (dict(batch_size=2.5), TypeError, 'batch_size must be an int'),
     (dict(epochs=True), TypeError, 'epochs must be an int'),
     (dict(lr='fast'), TypeError, 'lr must be a real number'),
-    (dict(channels_last=1), TypeError, 'channels_last must be true or false'),
+    (dict(channels_last=1), TypeError, 'channels_last must be True or False'),
     (dict(precision='float8'), ValueError, 'precision must be one of'),
     (dict(device='tpu'), ValueError, 'device must be one of'),
     (dict(epochs=0), ValueError, 'epochs'),
     (dict(lr=math.nan), ValueError, 'lr'),
     (dict(val_fraction=1.0), ValueError, 'val_fraction'),
     (dict(warmup_epochs=2), ValueError, 'warmup_epochs'),
-    (dict(method='moco', bn_splits=8), ValueError, 'bn_splits'),
     (dict(dataset='cifar10'), ValueError, 'needs data_root'),
-    (dict(tau_plus=1.0), ValueError, 'tau_plus'),
+    (dict(method='debiased', options={'tau_plus': 1.0}), ValueError, 'tau_plus'),
     (dict(threads=-1), ValueError, 'threads'),
+    # a method's own options, checked by its options class
+    (dict(options={'queue_size': 16}), ValueError,
+     r"unknown setting\(s\) \['queue_size'\] for SimCLROptions; its settings are \['temperature', 'chunk_size'\]"),
+    (dict(method='moco', options={'k': 16}), ValueError, r"unknown setting\(s\) \['k'\] for MoCoOptions"),
+    (dict(options={'temperature': 'warm'}), TypeError, 'temperature must be a real number'),
+    (dict(method='moco', options={'symmetric': 1}), TypeError, 'symmetric must be True or False'),
+    (dict(method='memory_bank', options={'k': 0}), ValueError, 'k must lie in'),
+    (dict(method='hcl', options={'beta': math.nan}), ValueError, 'beta'),
+    (dict(method='simclr_global', options={'grad_cache_chunk': -1}), ValueError, 'grad_cache_chunk'),
+    (dict(method='hard_negative', options={'weight': 1.5}), ValueError, 'weight'),
+    (dict(options=MoCoOptions()), TypeError, r"options must be a SimCLROptions \(the settings of method 'simclr'\)"),
+    (dict(options='fast'), TypeError, 'options must be a SimCLROptions'),
+    # the augmentation, checked by AugmentationPolicy
+    (dict(augment={'sise': 16}), ValueError, r"unknown setting\(s\) \['sise'\] for AugmentationPolicy"),
+    (dict(augment={'scale': (1.5, 1.0)}), ValueError, r'scale\[0\]'),
+    (dict(augment='big'), TypeError, 'augment must be an AugmentationPolicy or a dict'),
 ])
 def test_bad_settings_are_refused_when_the_config_is_made(changes, error, match):
     with pytest.raises(error, match=match): tiny(**changes)
 
-def test_config_round_trips_through_dict_json_and_toml(tmp_path):
+def test_a_config_is_frozen_and_its_tables_are_the_parts_own_classes():
+    config = tiny(method='moco', options={'queue_size': 16}, augment={'size': 16, 'scale': [0.08, 1.0]})
+    with pytest.raises(dataclasses.FrozenInstanceError): config.lr = 0.1
+    assert isinstance(config.options, MoCoOptions) and config.options.queue_size == 16
+    assert config.options.temperature == MoCoOptions().temperature  # a missing key keeps its default
+    assert isinstance(config.augment, AugmentationPolicy) and config.augment.scale == (0.08, 1.0)  # a tuple again
+    assert config.augment == dataclasses.replace(training.TRAIN_POLICY, size=16, scale=(0.08, 1.0))
+    assert tiny(options=None).options == SimCLROptions() == tiny(options={}).options
+    policy = AugmentationPolicy(size=16, blur_p=0.0)
+    assert tiny(augment=policy).augment is policy  # a whole policy is taken as it is
+
+@pytest.mark.parametrize('method', sorted(BUILTIN_METHODS))
+def test_config_round_trips_through_dict_json_and_toml(method):
     import tomllib
-    config = tiny(method='hcl', lr=1, channels_last=True)
+    config = tiny(method=method, options=CHANGED[method], augment={'scale': (0.15, 0.9), 'blur_sigma': (0.2, 1.5)},
+                  lr=1, channels_last=True)
     assert isinstance(config.lr, float)  # an int where a float is expected is converted
-    assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
-    assert TrainConfig.from_dict(tomllib.loads(config.to_toml())) == config
+    assert config.augment.scale == (0.15, 0.9) and config.options.to_dict() == CHANGED[method]
+    values = config.to_dict()
+    assert values['options'] == CHANGED[method] and values['augment']['scale'] == [0.15, 0.9]  # tables, lists
+    assert TrainConfig.from_dict(json.loads(json.dumps(values))) == config
+    text = config.to_toml()
+    assert '\n[options]\n' in text and '\n[augment]\n' in text and 'scale = [0.15, 0.9]' in text
+    assert tomllib.loads(text) == json.loads(json.dumps(values))
+    back = TrainConfig.from_dict(tomllib.loads(text))
+    assert back == config and type(back.options) is type(config.options) and back.augment.scale == (0.15, 0.9)
+    # TOML has no null: options=None is saved as the defaults' table, and a missing table means the defaults
+    default = tiny(method=method, options=None)
+    assert TrainConfig.from_dict(tomllib.loads(default.to_toml())) == default
+    assert TrainConfig.from_dict({k: v for k, v in default.to_dict().items() if k != 'options'}) == default
+
+def test_from_dict_refuses_unknown_keys_at_every_level():
     with pytest.raises(ValueError, match=r"unknown setting\(s\) \['learning_rate'\]"):
         TrainConfig.from_dict({'learning_rate': 0.1})
+    with pytest.raises(ValueError, match=r"\['queue_size'\] for SimCLROptions"):
+        TrainConfig.from_dict({'options': {'queue_size': 16}})
+    with pytest.raises(ValueError, match=r"\['image_size'\] for AugmentationPolicy"):
+        TrainConfig.from_dict({'augment': {'image_size': 16}})
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['image_size'\]"):  # the old flat names are gone
+        TrainConfig.from_dict({'image_size': 16})
 
 def test_missing_dataset_files_raise_before_training(tmp_path):
     with pytest.raises(DatasetNotFoundError, match='not found'):
         Trainer(tiny(dataset='cifar10', data_root=str(tmp_path / 'nowhere')))
 
 def test_memory_bank_needs_enough_rows_outside_the_batch():
-    with pytest.raises(ValueError, match='bank_k'): Trainer(tiny(method='memory_bank', bank_k=100))
+    # 32 training images, 8 per batch: at most 24 rows outside a batch
+    with pytest.raises(ValueError, match=r'k \(25\) must be at most n_train − batch_size = 24'):
+        Trainer(tiny(method='memory_bank', options={'k': 25}))
+    assert len(Trainer(tiny(method='memory_bank', options={'k': 24})).method.bank) == 32
+
+def test_moco_needs_two_sources_in_each_shuffle_bn_split():
+    with pytest.raises(ValueError, match=r'batch_size \(8\) must be at least 2 × bn_splits = 10'):
+        Trainer(tiny(method='moco', options={'queue_size': 16, 'bn_splits': 5}))
+    assert Trainer(tiny(method='moco', options={'queue_size': 16, 'bn_splits': 4})).method.bn_splits == 4
 
 # --- datasets ---------------------------------------------------------------------------------------------------------
 
@@ -230,7 +453,7 @@ def test_digits_become_three_channels():
     data = load_datasets(tiny(dataset='digits', n_train=0, n_test=0))
     assert data['train'].images.shape[1:] == (3, 8, 8) and len(data['test']) == 360
     assert len(data['train']) + len(data['val']) == 1797 - 360
-    assert train(tiny(dataset='digits', image_size=8, blocks=2)).history
+    assert train(tiny(dataset='digits', augment={'size': 8}, blocks=2)).history
 
 def test_cifar10_and_stl10_from_folders_in_torchvision_format(tmp_path):
     write_cifar10_fixture(tmp_path, per_batch=4)
@@ -253,13 +476,16 @@ def test_knn_monitor_runs_on_the_validation_split(tmp_path):
 # --- checkpoints --------------------------------------------------------------------------------------------------
 
 def test_checkpoint_holds_everything_as_plain_values(tmp_path):
-    trainer = Trainer(tiny(method='moco', queue_size=16), tmp_path)
+    trainer = Trainer(tiny(method='moco', options={'queue_size': 16}), tmp_path)
     trainer.fit()
     state = torch.load(latest_checkpoint(tmp_path), weights_only=True)
-    assert set(state) >= {'model', 'optimizer', 'scheduler', 'scaler', 'rng', 'step', 'epoch', 'config', 'order'}
+    assert set(state) >= {'model', 'optimizer', 'scheduler', 'scaler', 'rng', 'step', 'epoch', 'config', 'order',
+                          'format', 'method_file'}
+    assert state['format'] == CHECKPOINT_FORMAT == 2 and state['method_file'] is None  # a built-in method
     assert set(state['rng']) == {'torch', 'cuda', 'generator', 'numpy', 'python'}
-    assert any(k.startswith('model.encoder_k.') for k in state['model'])  # the key encoder
-    assert 'model.queue.keys' in state['model'] and state['config'] == trainer.config.to_dict()
+    assert any(k.startswith('encoder_k.') for k in state['model'])  # the key encoder
+    assert 'queue.keys' in state['model'] and state['config'] == trainer.config.to_dict()
+    assert state['config']['options']['queue_size'] == 16 and state['config']['augment']['size'] == 16
     assert state['step'] == 8 and json.loads((tmp_path / 'config.json').read_text()) == state['config']
     assert not list(tmp_path.rglob('*.tmp'))
 
@@ -281,7 +507,7 @@ def test_rng_states_are_restored():
 
 @pytest.mark.parametrize('method', ['simclr', 'moco', 'memory_bank'])
 def test_resume_after_a_crash_mid_epoch_is_exact(tmp_path, method, monkeypatch):
-    config = tiny(method=method, epochs=3, checkpoint_every=3, bank_k=16, queue_size=16, knn_every=1,
+    config = tiny(method=method, epochs=3, checkpoint_every=3, options=small(method), knn_every=1,
                   schedule='cosine', warmup_epochs=1)
     full = Trainer(config, tmp_path / 'full')
     full.fit()
@@ -325,6 +551,22 @@ def test_a_checkpoint_of_other_settings_is_refused(tmp_path):
     other = Trainer(tiny(lr=0.01))
     with pytest.raises(CheckpointError, match='other settings'):
         other.load_state_dict(load_checkpoint(latest_checkpoint(tmp_path)))
+    other = Trainer(tiny(options={'temperature': 0.3}, augment={'size': 16, 'blur_p': 0.0}))
+    with pytest.raises(CheckpointError, match=r"augment.blur_p \(0.5 vs 0.0\), options.temperature \(0.2 vs 0.3\)"):
+        other.load_state_dict(load_checkpoint(latest_checkpoint(tmp_path)))  # the tables' settings are named
+
+def test_a_checkpoint_of_another_format_is_refused_naming_the_format(tmp_path):
+    train(tiny(), tmp_path)
+    newest = latest_checkpoint(tmp_path)
+    state = load_checkpoint(newest)
+    del state['format']  # the flat settings of format 1 had no 'format' key
+    save_checkpoint(state, newest)
+    for read in (resume, lambda run: training.load_latest_checkpoint(run, 'evaluate')):
+        with pytest.raises(CheckpointError, match=rf'{newest.name} is a checkpoint of format 1; this trainer reads '
+                                                   rf'format {CHECKPOINT_FORMAT}'):
+            read(tmp_path)
+    save_checkpoint({**state, 'format': 3}, newest)
+    with pytest.raises(CheckpointError, match='is a checkpoint of format 3'): resume(tmp_path)
 
 @pytest.mark.slow
 def test_training_benchmark_runs_and_reports(tmp_path):
@@ -500,7 +742,8 @@ def test_own_datasets_train_with_an_empty_validation_split_and_grey_images():
 
 def test_resuming_a_finished_run_says_it_is_finished_and_how_to_extend_it(tmp_path, no_work):
     (tmp_path / 'checkpoints').mkdir()
-    state = {'model': {}, 'step': 8, 'epoch': 2, 'config': tiny(warmup_epochs=1).to_dict()}
+    state = {'format': CHECKPOINT_FORMAT, 'model': {}, 'step': 8, 'epoch': 2,
+             'config': tiny(warmup_epochs=1).to_dict()}
     save_checkpoint(state, tmp_path / 'checkpoints' / 'step-00000008.pt')
     with pytest.raises(ValueError, match=r'holds a finished run \(2 epochs\): .*--resume .* --epochs N, or '
                                          r'resume\(run_dir, epochs=N\), with N > 3'):

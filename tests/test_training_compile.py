@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(shutil.which('cc') is None and shutil.which('gcc
                                 reason="torch.compile on the CPU needs a C compiler")
 
 def run(compile: bool) -> Trainer:
-    config = TrainConfig(n_train=32, n_test=16, image_size=16, width=4, blocks=2, head_hidden=16, embed_dim=8,
+    config = TrainConfig(n_train=32, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8,
                          batch_size=8, epochs=1, knn_every=0, val_fraction=0.0, progress=False, compile=compile)
     trainer = Trainer(config)
     with cpu_threads(1): trainer.fit()

@@ -37,7 +37,7 @@ def test_wheel_installs_and_imports(tmp_path):
     assert int(n_tickets) >= 300 and n_shapes == '4'
 
     # the installed command, in one process and under torchrun (2 gloo processes on 127.0.0.1)
-    tiny = ['--n-train', '96', '--n-test', '16', '--image-size', '16', '--width', '4', '--blocks', '2',
+    tiny = ['--n-train', '96', '--n-test', '16', '--augment.size', '16', '--width', '4', '--blocks', '2',
             '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '16', '--epochs', '1', '--threads', '1',
             '--progress', 'false']
     out = subprocess.run([str(venv / 'bin' / 'contrastive-nb'), 'train', *tiny, '--run-dir', 'one'], cwd=tmp_path,
@@ -49,7 +49,7 @@ def test_wheel_installs_and_imports(tmp_path):
         port = s.getsockname()[1]
     out = subprocess.run([str(py), '-m', 'torch.distributed.run', '--nproc-per-node=2', '--master-addr=127.0.0.1',
                           f'--master-port={port}', '-m', 'contrastive_nb.cli', 'train', *tiny, '--run-dir', 'two',
-                          '--method', 'simclr_global', '--norm', 'group', '--grad-cache-chunk', '4'],
+                          '--method', 'simclr_global', '--norm', 'group', '--options.grad-cache-chunk', '4'],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count('"step": 5') == 1 and (tmp_path / 'two' / 'report.json').exists()
