@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_int
+from ._checks import check_choice, check_int, check_positive_int, check_seed
 
 # %% auto #0
 __all__ = ['METHODS', 'BUILTIN_METHODS', 'Monitor', 'Batch', 'MethodOptions', 'settings_from_dict', 'MethodSetup',
@@ -61,6 +61,10 @@ def settings_from_dict(
     base=None, # an instance whose values fill the keys left out (default: the class defaults)
 ):
     "An instance of `cls` from a table: lists become tuples, missing keys keep the base's values."
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"cls must be a dataclass of settings, got {cls!r}")
+    if base is not None and not isinstance(base, cls):
+        raise TypeError(f"base must be a {cls.__name__} or None, got {type(base).__name__}")
     if not isinstance(values, dict):
         raise TypeError(f"the settings of {cls.__name__} must be a table (dict), got "
                         f"{type(values).__name__} {values!r}")
@@ -82,6 +86,11 @@ class MethodSetup:
     seed: int = 0 # the run's seed (a bank's or a queue's starting rows)
     world_size: int = 1 # processes training together
 
+    def __post_init__(self):
+        for name in ('n_train', 'batch_size', 'embed_dim', 'world_size'):
+            object.__setattr__(self, name, check_positive_int(getattr(self, name), name))
+        object.__setattr__(self, 'seed', check_seed(self.seed))
+
 # %% ../nbs/methods.ipynb #2d243a52
 class ContrastiveMethod(nn.Module):
     "A training method: its modules and state, the views a step draws, its loss, its hooks."
@@ -94,6 +103,8 @@ class ContrastiveMethod(nn.Module):
                       dtype: torch.dtype, # float32 (off), bfloat16 or float16
                      ) -> None:
         "Run the networks inside `torch.autocast(device_type, dtype)` from now on (float32: off)."
+        check_choice(device_type, 'device_type', ('cpu', 'cuda', 'mps'))
+        check_choice(dtype, 'dtype', (torch.float32, torch.bfloat16, torch.float16))
         self._autocast = None if dtype == torch.float32 else (device_type, dtype)
 
     def autocast(self):
@@ -163,6 +174,8 @@ def check_options(
     cls: type, # the class they must be
 ) -> MethodOptions: # `options` itself
     "`options` if it is an instance of `cls`, else a TypeError naming both."
+    if not (isinstance(cls, type) and issubclass(cls, MethodOptions)):
+        raise TypeError(f"cls must be a MethodOptions class, got {cls!r}")
     if not isinstance(options, cls):
         raise TypeError(f"options must be a {cls.__name__}, got {type(options).__name__}")
     return options
@@ -208,6 +221,15 @@ def _options_of(builder: Callable, options) -> type:
                         f"{options!r}")
     return options
 
+def _same_definition(name: str, old: Callable, new: Callable) -> bool:
+    "Whether `new` is `old` defined again: same module and name, or a lesson notebook's own copy."
+    where = lambda f: (getattr(f, '__module__', None), getattr(f, '__qualname__', None))
+    (old_module, old_name), (new_module, new_name) = where(old), where(new)
+    if (old_module, old_name) == (new_module, new_name): return True
+    module, qualname = BUILTIN_METHODS.get(name, (None, None))
+    return (old_name == new_name == qualname
+            and {old_module, new_module} == {'__main__', module})
+
 def register_method(
     name: str, # what `TrainConfig.method` calls it: a word such as 'simclr'
     builder: Callable, # (encoder, head, options, setup) -> a `ContrastiveMethod`
@@ -219,14 +241,16 @@ def register_method(
     if not callable(builder):
         raise TypeError(f"builder must be callable, got {type(builder).__name__}")
     options = _options_of(builder, options)
-    same = getattr(builder, '__qualname__', None)
     old = METHODS.get(name)
-    if old is not None and getattr(old.builder, '__qualname__', None) != same:
+    if old is not None and not _same_definition(name, old.builder, builder):
         raise ValueError(f"method {name!r} is already registered (by {old.builder!r}): "
                          "choose another name")
-    if old is None and name in BUILTIN_METHODS and BUILTIN_METHODS[name][1] != same:
-        raise ValueError(f"{name!r} is the name of the course's own method (in "
-                         f"{BUILTIN_METHODS[name][0]}): choose another name")
+    if old is None and name in BUILTIN_METHODS:
+        module, qualname = BUILTIN_METHODS[name]
+        if (getattr(builder, '__module__', None) not in (module, '__main__')
+                or getattr(builder, '__qualname__', None) != qualname):
+            raise ValueError(f"{name!r} is the name of the course's own method (in {module}): "
+                             "choose another name")
     METHODS[name] = MethodSpec(name, builder, options)
     return builder
 
