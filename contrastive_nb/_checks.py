@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 # %% auto #0
-__all__ = ['SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability', 'check_temperature',
-           'check_choice', 'check_bool', 'check_tensor', 'check_indices', 'zip_damage']
+__all__ = ['SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability', 'check_range',
+           'check_temperature', 'check_choice', 'check_bool', 'check_tensor', 'check_indices', 'check_ids',
+           'check_generator', 'check_rng', 'check_module', 'check_frame', 'check_path', 'check_same_length',
+           'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
 def check_int(
@@ -88,6 +94,24 @@ def check_probability(
 ) -> float: # `value` as a float in [0, 1]
     "A probability, a fraction or a momentum: a finite number in [0, 1]."
     return check_number(value, name, 0.0, 1.0)
+
+# %% ../nbs/checks.ipynb #bbe98929
+def check_range(
+    pair, # the argument to check: a (low, high) pair of numbers
+    name: str, # its name, for the message
+    low: float | None = None, # smallest allowed value, if any
+    high: float | None = None, # largest allowed value, if any
+    low_open: bool = False, # True: `low` itself is not allowed
+) -> tuple[float, float]: # the pair as floats
+    "A (low, high) pair of finite numbers within the bounds, with low <= high."
+    if isinstance(pair, (str, bytes)) or not hasattr(pair, '__len__'):
+        raise TypeError(f"{name} must be a (low, high) pair of numbers, got {pair!r}")
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be a (low, high) pair, got {len(pair)} values")
+    lo = check_number(pair[0], f"{name}[0]", low, high, low_open=low_open)
+    hi = check_number(pair[1], f"{name}[1]", low, high, low_open=low_open)
+    if lo > hi: raise ValueError(f"{name} must satisfy low <= high, got ({lo}, {hi})")
+    return lo, hi
 
 # %% ../nbs/checks.ipynb #54d18566
 def check_temperature(
@@ -184,6 +208,91 @@ def check_indices(
         raise ValueError(f"{name} must {span}, got {wide[bad][:5].tolist()} (negatives are "
                          "refused, not counted from the end)")
     return wide
+
+# %% ../nbs/checks.ipynb #6efa7faf
+def check_ids(
+    ids, # the argument to check: a 1-D integer tensor, or a list or array of integers
+    name: str = 'ids', # its name, for the message
+) -> Tensor: # `ids` as a 1-D integer tensor (a tensor is returned as it is)
+    "A 1-D integer tensor of ids (lists and arrays are converted), or an error that names `name`."
+    if not isinstance(ids, Tensor):
+        try: ids = torch.as_tensor(np.asarray(ids))
+        except (TypeError, ValueError, RuntimeError) as e:
+            fix = "for other labels use torch.as_tensor(pandas.factorize(values)[0])"
+            raise TypeError(f"{name} must be a 1-D tensor of integer ids; could not convert it "
+                            f"({e}); {fix}") from e
+        if ids.ndim == 1 and len(ids) == 0: ids = ids.long()  # np.asarray([]) is float
+    return check_tensor(ids, name, ndim=1, dtype='int')
+
+# %% ../nbs/checks.ipynb #eec1bb9f
+def check_generator(
+    generator, # the argument to check: a torch.Generator or None
+    name: str = 'generator', # its name, for the message
+    cpu: bool = False, # True: the draws happen on the CPU, so the generator must be a CPU one
+) -> torch.Generator | None: # `generator` itself
+    "None or a `torch.Generator` (on the CPU if `cpu`), else a TypeError or ValueError naming it."
+    if generator is None: return None
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator or None, got {type(generator).__name__}")
+    if cpu and generator.device.type != 'cpu':
+        raise ValueError(f"{name} must be a CPU generator (the draws happen on the CPU), "
+                         f"got one on {generator.device}")
+    return generator
+
+def check_rng(
+    rng, # the argument to check: a seed >= 0 or a numpy.random.Generator
+    name: str = 'rng', # its name, for the message
+) -> np.random.Generator: # `rng` itself, or a fresh generator seeded with it
+    "A numpy generator: `rng` itself, or a fresh one seeded with the integer `rng`."
+    if isinstance(rng, np.random.Generator): return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(check_int(rng, name, low=0))
+    raise TypeError(f"{name} must be a non-negative integer seed or a numpy.random.Generator, "
+                    f"got {type(rng).__name__}")
+
+# %% ../nbs/checks.ipynb #baa7d6f1
+def check_module(
+    value, # the argument to check
+    name: str, # its name, for the message
+) -> nn.Module: # `value` itself
+    "`value` if it is a `torch.nn.Module`, else a TypeError naming it."
+    if not isinstance(value, nn.Module):
+        raise TypeError(f"{name} must be a torch.nn.Module, got {type(value).__name__}")
+    return value
+
+def check_frame(
+    value, # the argument to check
+    name: str, # its name, for the message
+    rows: int | None = None, # the number of rows it must have, if any
+) -> pd.DataFrame: # `value` itself
+    "`value` if it is a pandas DataFrame (with `rows` rows), else an error naming it."
+    if not isinstance(value, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
+    if rows is not None and len(value) != rows:
+        raise ValueError(f"{name} must have {rows} rows, got {len(value)}")
+    return value
+
+def check_path(
+    value, # the argument to check: a str or an os.PathLike (a pathlib.Path)
+    name: str, # its name, for the message
+) -> Path: # `value` as a Path
+    "A file or folder name as a `Path`; anything but a non-empty str or a path raises a TypeError."
+    if isinstance(value, str) and value == '':
+        raise ValueError(f"{name} must name a file or folder, got an empty string")
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a str or a Path, got {type(value).__name__}")
+    return Path(value)
+
+def check_same_length(
+    a, # the first sequence (anything with a length)
+    b, # the second
+    names: tuple[str, str], # their names, for the message
+) -> int: # the common length
+    "The common length of `a` and `b`, else a ValueError naming both."
+    if len(a) != len(b):
+        raise ValueError(f"{names[0]} and {names[1]} must have the same length (one {names[1]} "
+                         f"per {names[0]}), got {len(a)} and {len(b)}")
+    return len(a)
 
 # %% ../nbs/checks.ipynb #8a288882
 def zip_damage(

@@ -16,32 +16,15 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchvision.transforms import v2
 
-from ._checks import (check_int, check_number, check_positive_int, check_probability,
-                                    check_tensor)
+from ._checks import (check_generator, check_int, check_number, check_positive_int,
+                                    check_probability, check_range, check_tensor)
 from .data import as_float_images
 
 # %% auto #0
-__all__ = ['Interval', 'AugmentationPolicy', 'simclr_transform', 'sample_crop_boxes', 'resized_crop', 'grayscale',
-           'adjust_colour', 'gaussian_blur', 'augment_batch', 'object_kept']
+__all__ = ['Interval', 'AugmentationPolicy', 'simclr_transform', 'sample_crop_boxes', 'check_image_batch', 'resized_crop',
+           'grayscale', 'adjust_colour', 'gaussian_blur', 'augment_batch', 'object_kept']
 
 # %% ../nbs/augment.ipynb #5f5645ac
-def _check_range(
-    pair, # the argument to check: a (low, high) pair of numbers
-    name: str, # its name, for the message
-    low: float | None = None, # smallest allowed value, if any
-    high: float | None = None, # largest allowed value, if any
-    low_open: bool = False, # True: `low` itself is not allowed
-) -> tuple[float, float]: # the pair as floats
-    "A (low, high) pair of finite numbers within the bounds, with low <= high."
-    if isinstance(pair, (str, bytes)) or not hasattr(pair, '__len__'):
-        raise TypeError(f"{name} must be a (low, high) pair of numbers, got {pair!r}")
-    if len(pair) != 2:
-        raise ValueError(f"{name} must be a (low, high) pair, got {len(pair)} values")
-    lo = check_number(pair[0], f"{name}[0]", low, high, low_open=low_open)
-    hi = check_number(pair[1], f"{name}[1]", low, high, low_open=low_open)
-    if lo > hi: raise ValueError(f"{name} must satisfy low <= high, got ({lo}, {hi})")
-    return lo, hi
-
 Interval = tuple[float, float]  # (low, high)
 
 @dataclass(frozen=True, repr=False)
@@ -60,11 +43,11 @@ class AugmentationPolicy:
     def __post_init__(self):
         checked = {
             'size': check_positive_int(self.size, 'size'),
-            'scale': _check_range(self.scale, 'scale', 0.0, 1.0, low_open=True),
-            'ratio': _check_range(self.ratio, 'ratio', 0.0, low_open=True),
+            'scale': check_range(self.scale, 'scale', 0.0, 1.0, low_open=True),
+            'ratio': check_range(self.ratio, 'ratio', 0.0, low_open=True),
             # Hue shifts past half the colour circle are meaningless (and torchvision refuses them).
             'jitter_strength': check_number(self.jitter_strength, 'jitter_strength', 0.0, 2.5),
-            'blur_sigma': _check_range(self.blur_sigma, 'blur_sigma', 0.0, low_open=True)}
+            'blur_sigma': check_range(self.blur_sigma, 'blur_sigma', 0.0, low_open=True)}
         for name in ('flip_p', 'jitter_p', 'grayscale_p', 'blur_p'):
             checked[name] = check_probability(getattr(self, name), name)
         # A frozen dataclass is written once, here: store the checked values (tuples, floats).
@@ -107,16 +90,6 @@ def _uniform(shape, low: float, high: float, generator: torch.Generator | None) 
     "Uniform draws in [low, high) from `generator` (on the CPU)."
     return low + (high - low) * torch.rand(shape, generator=generator)
 
-def _check_generator(generator) -> None:
-    "None, or a CPU `torch.Generator`: parameters are drawn on the CPU, whatever the device."
-    if generator is None: return
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, "
-                        f"got {type(generator).__name__}")
-    if generator.device.type != 'cpu':
-        raise ValueError(f"generator must be a CPU generator (the draws happen on the CPU), "
-                         f"got one on {generator.device}")
-
 def sample_crop_boxes(
     n: int, # number of boxes
     scale: tuple[float, float] = (0.08, 1.0), # range of a box's area, a fraction of the image's
@@ -126,10 +99,10 @@ def sample_crop_boxes(
 ) -> Tensor: # (n, 4) boxes (x0, y0, x1, y1), fractions of a square image's width and height
     "Random crop boxes drawn as `RandomResizedCrop` draws them, for square images."
     n = check_int(n, 'n', low=0)
-    scale = _check_range(scale, 'scale', 0.0, 1.0, low_open=True)
-    ratio = _check_range(ratio, 'ratio', 0.0, low_open=True)
+    scale = check_range(scale, 'scale', 0.0, 1.0, low_open=True)
+    ratio = check_range(ratio, 'ratio', 0.0, low_open=True)
     tries = check_positive_int(tries, 'tries')
-    _check_generator(generator)
+    check_generator(generator, cpu=True)
     area = _uniform((n, tries), scale[0], scale[1], generator)
     aspect = _uniform((n, tries), math.log(ratio[0]), math.log(ratio[1]), generator).exp()
     w, h = torch.sqrt(area * aspect), torch.sqrt(area / aspect)
@@ -145,7 +118,7 @@ def sample_crop_boxes(
     return torch.stack([x0, y0, x0 + w, y0 + h], 1)
 
 # %% ../nbs/augment.ipynb #8332180d
-def _image_batch(
+def check_image_batch(
     images, # the argument to check
     name: str = 'images', # its name, for the message
     rgb: bool = True, # True: exactly 3 channels
@@ -202,9 +175,11 @@ def resized_crop(
     boxes: Tensor, # (N, 4) one box (x0, y0, x1, y1) per image, fractions of the width and height
     size: int, # output height and width
     flip: Tensor | None = None, # (N,) bool: mirror these crops left to right
+    check: bool = True, # False: the caller checked all four (a float batch, boxes on its device)
 ) -> Tensor: # (N, C, size, size)
     "Cut a box out of each image and resize it to `size` × `size` (bilinear), maybe mirrored."
-    images = _image_batch(images, rgb=False, unit=False)
+    if not check: return _resized_crop(images, boxes, size, flip)  # the kernel alone
+    images = check_image_batch(images, rgb=False, unit=False)
     boxes = _check_boxes(boxes, len(images))
     size = check_positive_int(size, 'size')
     if flip is not None:
@@ -227,7 +202,7 @@ def grayscale(
     images: Tensor, # (N, 3, H, W) float RGB (or uint8)
 ) -> Tensor: # (N, 3, H, W): the luma, repeated in the three channels
     "Grayscale images that keep three channels."
-    images = _image_batch(images, unit=False)
+    images = check_image_batch(images, unit=False)
     return _luma(images).expand_as(images)
 
 def _shift_hue(images: Tensor, shift: Tensor) -> Tensor:
@@ -278,7 +253,7 @@ def adjust_colour(
     hue: Tensor | float, # (N,) shifts of the hue, a fraction of the colour circle in [-0.5, 0.5]
 ) -> Tensor: # (N, 3, H, W) in [0, 1]
     "Per-image brightness, contrast, saturation and hue changes, in that order, as torchvision's."
-    images = _image_batch(images)
+    images = check_image_batch(images)
     n = len(images)
     brightness = _factors(brightness, 'brightness', n, 0.0)
     contrast = _factors(contrast, 'contrast', n, 0.0)
@@ -309,7 +284,7 @@ def gaussian_blur(
     kernel_size: int, # odd width of the kernel, smaller than twice the image's height and width
 ) -> Tensor: # (N, C, H, W)
     "Blur each image with its own Gaussian, with reflected borders."
-    images = _image_batch(images, rgb=False, unit=False)
+    images = check_image_batch(images, rgb=False, unit=False)
     n, _, h, w = images.shape
     kernel_size = check_int(kernel_size, 'kernel_size', low=1)
     if kernel_size % 2 == 0 or kernel_size // 2 >= min(h, w):
@@ -334,10 +309,10 @@ def augment_batch(
     "One random view of every image of a batch, each with its own crop, flip, colour and blur."
     if not isinstance(check_values, bool):
         raise TypeError(f"check_values must be True or False, got {check_values!r}")
-    images = _image_batch(images, check_values=check_values)
+    images = check_image_batch(images, check_values=check_values)
     if not isinstance(policy, AugmentationPolicy):
         raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
-    _check_generator(generator)
+    check_generator(generator, cpu=True)
     n, s, device = len(images), policy.jitter_strength, images.device
     boxes = sample_crop_boxes(n, policy.scale, policy.ratio, generator)
     flip = torch.rand(n, generator=generator) < policy.flip_p

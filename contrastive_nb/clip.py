@@ -17,18 +17,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ._checks import (check_choice, check_indices, check_int, check_number,
-                                    check_positive_int, check_probability, check_temperature,
-                                    check_tensor, check_seed)
-from .augment import (AugmentationPolicy, _check_generator, _check_range,
-                                    _image_batch, _resized_crop, augment_batch, sample_crop_boxes)
+from ._checks import (check_choice, check_generator, check_ids, check_indices,
+                                    check_int, check_number, check_positive_int, check_probability,
+                                    check_range, check_rng, check_seed, check_temperature,
+                                    check_tensor)
+from .augment import (AugmentationPolicy, augment_batch, check_image_batch,
+                                    resized_crop, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
 from .evaluate import first_relevant_rank, ranking_metrics
-from .infonce import (REDUCTIONS, _check_options, _loss_value, _reduce,
+from .infonce import (REDUCTIONS, check_loss_options, loss_value, reduce_loss,
                                     floor_at_zero, info_nce)
 from .models import ProjectionHead, SmallCNN
-from .pairs import _as_ids, _generator, pair_masks, position_phrase
-from .similarity import _unit
+from .pairs import pair_masks, position_phrase
+from .similarity import l2_normalize
 from .temperature import LearnableTemperature
 
 # %% auto #0
@@ -141,7 +142,7 @@ def describe(
     "One caption per image naming only the factors in `detail`, in a randomly drawn template."
     detail, templates = _check_detail(detail), _check_templates(templates)
     labels = {f: factor_labels(factors, f).tolist() for f in detail}
-    which = _generator(rng).integers(len(templates), size=len(factors)).tolist()
+    which = check_rng(rng).integers(len(templates), size=len(factors)).tolist()
     return [_fill(templates[t], {f: _CLASSES[f][labels[f][i]] for f in detail})
             for i, t in enumerate(which)]
 
@@ -295,7 +296,8 @@ def _paired_rows(image_embeddings, text_embeddings) -> tuple[Tensor, Tensor]:
     rows = []
     for name, x in (('image_embeddings', image_embeddings), ('text_embeddings', text_embeddings)):
         check_tensor(x, name, ndim=2, dtype='float', nonempty=True)
-        rows.append(_unit(x.float() if x.dtype in (torch.float16, torch.bfloat16) else x, name))
+        wide = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        rows.append(l2_normalize(wide, name))
     i, t = rows
     if i.shape != t.shape:
         raise ValueError(f"image_embeddings {tuple(i.shape)} and text_embeddings {tuple(t.shape)} "
@@ -315,10 +317,10 @@ def clip_loss(
     if caption_ids is None:  # every other caption of the batch is a negative: two InfoNCE calls
         return (info_nce(i, t, None, temperature, reduction)
                 + info_nce(t, i, None, temperature, reduction)) / 2
-    ids = _as_ids(caption_ids, 'caption_ids').to(i.device)
+    ids = check_ids(caption_ids, 'caption_ids').to(i.device)
     if len(ids) != len(i):
         raise ValueError(f"caption_ids has {len(ids)} entries for {len(i)} pairs")
-    tau, _ = _check_options(temperature, reduction, None)
+    tau, _ = check_loss_options(temperature, reduction, None)
     same_meaning, _ = pair_masks(ids)                     # (N, N) off the diagonal: duplicates
     logits = (i @ t.T / tau).masked_fill(same_meaning, -math.inf)  # (N, N) image i, caption j
     target = torch.arange(len(i), device=i.device)         # the pairs lie on the diagonal
@@ -326,7 +328,7 @@ def clip_loss(
     text_to_image = F.cross_entropy(logits.T, target, reduction='none')  # columns: over images
     # Each −log p is >= 0, but rounding can dip below: lifted to 0, the gradient kept as it is.
     image_to_text, text_to_image = floor_at_zero(image_to_text), floor_at_zero(text_to_image)
-    return _reduce((image_to_text + text_to_image) / 2, reduction)
+    return reduce_loss((image_to_text + text_to_image) / 2, reduction)
 
 # %% ../nbs/12_clip.ipynb #f194101b
 _CROP_COLUMNS = ('x', 'y', 'scale')
@@ -339,19 +341,19 @@ def crop_views(
     generator: torch.Generator | None = None, # CPU generator of the draws; None: torch's global
 ) -> tuple[Tensor, pd.DataFrame]: # (N, 3, H, W) views, and the factors of what each view shows
     "Random crops and flips, and the factors moved with them: captions of the views stay true."
-    images = _image_batch(images)
+    images = check_image_batch(images)
     _require_columns(factors, _CROP_COLUMNS, 'crop_views')  # the factors a crop moves
     if len(factors) != len(images):
         raise ValueError(f"factors has {len(factors)} rows for {len(images)} images")
     x, y = (_numbers(factors, c, 0.0, 1.0) for c in ('x', 'y'))
     radius = _numbers(factors, 'scale', 0.0, math.inf)
-    scale = _check_range(scale, 'scale', 0.0, 1.0, low_open=True)
+    scale = check_range(scale, 'scale', 0.0, 1.0, low_open=True)
     flip_p = check_probability(flip_p, 'flip_p')
-    _check_generator(generator)
+    check_generator(generator, cpu=True)
     boxes = sample_crop_boxes(len(images), scale, (3 / 4, 4 / 3), generator)
     flip = torch.rand(len(images), generator=generator) < flip_p
     size = images.shape[-1]
-    views = _resized_crop(images, boxes.to(images.device), size, flip.to(images.device))
+    views = resized_crop(images, boxes.to(images.device), size, flip.to(images.device), check=False)
     x0, y0, x1, y1 = boxes.double().numpy().T
     # In the view's coordinates: shifted to the box, stretched by its size, mirrored if flipped.
     x, y = (x - x0) / (x1 - x0), (y - y0) / (y1 - y0)
@@ -389,7 +391,7 @@ def train_clip(
     "Train both towers and τ with `clip_loss` on (view, caption) pairs; τ is clamped every step."
     if not isinstance(model, TinyCLIP):
         raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
-    images = _image_batch(images)
+    images = check_image_batch(images)
     if not isinstance(factors, pd.DataFrame):
         raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
     if len(factors) != len(images):
@@ -426,7 +428,7 @@ def train_clip(
                 ids = caption_ids(rows, detail).to(device) if mask_duplicates else None
                 z_image, z_text = model(batch.to(device), captions)
                 loss = clip_loss(z_image, z_text, model.temperature.temperature, ids)
-                value = _loss_value(loss, epoch * steps + step)
+                value = loss_value(loss, epoch * steps + step)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 optimiser.step()
@@ -456,10 +458,11 @@ def class_embeddings(
     training = model.training
     model.eval()
     try:
-        with torch.no_grad(): embedded = _unit(model.encode_text(flat).float(), 'prompt embeddings')
+        with torch.no_grad():
+            embedded = l2_normalize(model.encode_text(flat).float(), 'prompt embeddings')
     finally: model.train(training)
     means = torch.stack([chunk.mean(0) for chunk in embedded.split([len(g) for g in groups])])
-    return _unit(means, 'class embeddings')  # prompts that cancel out raise here, by name
+    return l2_normalize(means, 'class embeddings')  # prompts that cancel out raise here, by name
 
 def zero_shot_predict(
     image_embeddings: Tensor, # (N, D) image embeddings
@@ -472,7 +475,7 @@ def zero_shot_predict(
     if i.shape[1] != c.shape[1]:
         raise ValueError(f"image_embeddings {tuple(i.shape)} and class_embeddings {tuple(c.shape)} "
                          "must have the same width")
-    i, c = _unit(i.float(), 'image_embeddings'), _unit(c.float(), 'class_embeddings')
+    i, c = l2_normalize(i.float(), 'image_embeddings'), l2_normalize(c.float(), 'class_embeddings')
     return (i @ c.to(i.device).T).argmax(1)
 
 # %% ../nbs/12_clip.ipynb #a3616e0b
@@ -489,7 +492,7 @@ def recall_at_k(
     if q.shape[1] != k.shape[1]:
         raise ValueError(f"queries {tuple(q.shape)} and keys {tuple(k.shape)} must have the "
                          "same width")
-    qi, ki = _as_ids(query_ids, 'query_ids'), _as_ids(key_ids, 'key_ids')
+    qi, ki = check_ids(query_ids, 'query_ids'), check_ids(key_ids, 'key_ids')
     for name, ids, x in (('query_ids', qi, q), ('key_ids', ki, k)):
         if len(ids) != len(x): raise ValueError(f"{name} has {len(ids)} entries for {len(x)} rows")
     if isinstance(ks, (int, str)) or not isinstance(ks, Sequence) or not ks:
@@ -500,7 +503,7 @@ def recall_at_k(
         row = int((~relevant.any(1)).nonzero()[0])
         raise ValueError(f"query_ids[{row}] = {int(qi[row])} occurs nowhere in key_ids: that query "
                          "has no relevant key, and its recall is undefined")
-    q, k = _unit(q.float(), 'queries'), _unit(k.float(), 'keys').to(q.device)
+    q, k = l2_normalize(q.float(), 'queries'), l2_normalize(k.float(), 'keys').to(q.device)
     # The course's one ranking (evaluate): ties count against the query.
     recall = ranking_metrics(first_relevant_rank(q @ k.T, relevant.to(q.device)), ks)
     return {c: recall[f'recall@{c}'] for c in ks}

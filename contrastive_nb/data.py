@@ -27,8 +27,8 @@ from ._checks import (check_choice, check_indices, check_int, check_number,
 # %% auto #0
 __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'as_float_images', 'ImageDataset',
            'inside_shape', 'render_shapes', 'make_shapes', 'show_grid', 'make_moving_shapes', 'load_digits',
-           'tickets_path', 'load_tickets', 'split_tickets', 'DatasetNotFoundError', 'default_data_root', 'load_cifar10',
-           'load_stl10', 'write_cifar10_fixture', 'write_stl10_fixture']
+           'tickets_path', 'check_tickets', 'load_tickets', 'split_tickets', 'DatasetNotFoundError',
+           'default_data_root', 'load_cifar10', 'load_stl10', 'write_cifar10_fixture', 'write_stl10_fixture']
 
 # %% ../nbs/00_data.ipynb #e37a09a3
 def _check_unit_range(x: Tensor, what: str, note: str = '') -> None:
@@ -438,7 +438,10 @@ def tickets_path() -> Path:
         import contrastive_nb
         return Path(contrastive_nb.__file__).resolve().parent.parent / 'data' / 'tickets.csv'
 
-def _check_tickets(df, name: str = 'df') -> None:
+def check_tickets(
+    df: pd.DataFrame, # messages with the columns of `TICKET_COLUMNS`
+    name: str = 'df', # its name, for the messages
+) -> None:
     "A DataFrame with the columns of `TICKET_COLUMNS`, each problem in one intent."
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
@@ -460,7 +463,7 @@ def load_tickets(
                 'it is not UTF-8 text' if isinstance(e, UnicodeDecodeError) else 'it is not a CSV')
         raise ValueError(f"{path} cannot be read as tickets: {what}; expected a CSV with the "
                          f"columns {TICKET_COLUMNS}") from None
-    _check_tickets(df, str(path))
+    check_tickets(df, str(path))
     return df[list(TICKET_COLUMNS)]
 
 # %% ../nbs/00_data.ipynb #fa9122c9
@@ -470,7 +473,7 @@ def split_tickets(
     seed: int = 0, # which problems go where
 ) -> tuple[pd.DataFrame, pd.DataFrame]: # (train, test); no problem_id appears in both
     "Split tickets by problem, per intent, so paraphrases of one problem never straddle the split."
-    _check_tickets(df)
+    check_tickets(df)
     test_frac = check_number(test_frac, 'test_frac', 0.0, 1.0, low_open=True, high_open=True)
     rng = np.random.default_rng(check_int(seed, 'seed', low=0))
     test_problems = []

@@ -14,13 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._checks import (check_choice, check_int, check_number, check_temperature,
-                                    check_tensor)
+from ._checks import (check_choice, check_ids, check_int, check_number,
+                                    check_temperature, check_tensor)
 from .hard_negatives import importance_weighted_negatives
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
-from .infonce import (_check_options, _nt_xent_inputs, _reduce, _unit_rows,
+from .infonce import (check_loss_options, nt_xent_inputs, reduce_loss, unit_rows,
                                     floor_at_zero)
-from .pairs import _as_ids
 
 # %% auto #0
 __all__ = ['FN_MODES', 'SUPCON_VARIANTS', 'debiased_nt_xent', 'hcl_loss', 'clamped_anchors', 'decoupled_nt_xent',
@@ -30,7 +29,7 @@ __all__ = ['FN_MODES', 'SUPCON_VARIANTS', 'debiased_nt_xent', 'hcl_loss', 'clamp
 # %% ../nbs/08_debiased.ipynb #33d71c1d
 def _views(z1, z2, temperature, reduction) -> tuple[Tensor, Tensor, Tensor, float | Tensor]:
     "All views' logits (2N, 2N), each view's positive logit (2N,) and negative logits (2N, 2N − 2)."
-    z, t, _ = _nt_xent_inputs(z1, z2, temperature, reduction, None)  # (2N, D) unit rows
+    z, t, _ = nt_xent_inputs(z1, z2, temperature, reduction, None)  # (2N, D) unit rows
     logits = z @ z.T / t                                    # (2N, 2N) cosine / τ
     rows = torch.arange(len(z), device=z.device)
     partner = rows.roll(len(z) // 2)                        # view i's partner sits N rows away
@@ -77,7 +76,7 @@ def debiased_nt_xent(
     tau_plus = _check_tau_plus(tau_plus)
     _, pos, negatives, t = _views(z1, z2, temperature, reduction)
     log_ng, _ = _debiased_log_ng(pos, negatives.logsumexp(1), negatives.shape[1], t, tau_plus)
-    return _reduce(F.softplus(log_ng - pos), reduction)  # log(1 + N g / e^{s⁺/τ})
+    return reduce_loss(F.softplus(log_ng - pos), reduction)  # log(1 + N g / e^{s⁺/τ})
 
 # %% ../nbs/08_debiased.ipynb #11cdd1e8
 def _check_beta(beta) -> float:
@@ -93,10 +92,10 @@ def hcl_loss(
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "Robinson et al.'s HCL: importance-weighted negatives inside the debiased estimate."
     tau_plus, beta = _check_tau_plus(tau_plus), _check_beta(beta)
-    t, _ = _check_options(temperature, reduction, None)
+    t, _ = check_loss_options(temperature, reduction, None)
     pos, log_negatives = importance_weighted_negatives(z1, z2, t, beta)  # (2N,), (2N,)
     log_ng, _ = _debiased_log_ng(pos, log_negatives, 2 * len(z1) - 2, t, tau_plus)
-    return _reduce(F.softplus(log_ng - pos), reduction)  # log(1 + N g / e^{s⁺/τ})
+    return reduce_loss(F.softplus(log_ng - pos), reduction)  # log(1 + N g / e^{s⁺/τ})
 
 # %% ../nbs/08_debiased.ipynb #da92e18b
 @torch.no_grad()
@@ -109,7 +108,7 @@ def clamped_anchors(
 ) -> Tensor: # (2N,) bool: True where the estimate is at its floor (no gradient to the negatives)
     "Which anchors of `debiased_nt_xent` (or `hcl_loss`) are clamped at N·e^(−1/τ)."
     tau_plus, beta = _check_tau_plus(tau_plus), _check_beta(beta)
-    t, _ = _check_options(temperature, 'mean', None)
+    t, _ = check_loss_options(temperature, 'mean', None)
     pos, log_negatives = importance_weighted_negatives(z1, z2, t, beta)
     return _debiased_log_ng(pos, log_negatives, 2 * len(z1) - 2, t, tau_plus)[1]
 
@@ -122,7 +121,7 @@ def decoupled_nt_xent(
 ) -> Tensor: # the loss (it can be negative); float32 for half-precision inputs
     "Yeh et al.'s decoupled loss: NT-Xent with the positive left out of the denominator."
     _, pos, negatives, _ = _views(z1, z2, temperature, reduction)
-    return _reduce(negatives.logsumexp(1) - pos, reduction)
+    return reduce_loss(negatives.logsumexp(1) - pos, reduction)
 
 # %% ../nbs/08_debiased.ipynb #19f4bb2c
 def detect_false_negatives(
@@ -131,7 +130,7 @@ def detect_false_negatives(
     k: int = 1, # how many other sources to flag per source, 0 <= k <= N − 1
 ) -> Tensor: # (N, N) bool: row i flags the k sources most similar to source i (never i itself)
     "Flag each source's k most similar other sources as likely false negatives (no gradient)."
-    z, _, _ = _nt_xent_inputs(z1, z2, 1.0, 'mean', None)
+    z, _, _ = nt_xent_inputs(z1, z2, 1.0, 'mean', None)
     n = len(z) // 2
     k = check_int(k, 'k', 0, n - 1)
     with torch.no_grad():
@@ -189,9 +188,9 @@ def false_negative_loss(
     flagged[rows, partner] = False                         # the partner stays the positive
     if mode == 'eliminate':
         lse = logits.masked_fill(itself | flagged, -math.inf).logsumexp(1)
-        return _reduce(floor_at_zero(lse - pos), reduction)
+        return reduce_loss(floor_at_zero(lse - pos), reduction)
     flagged[rows, partner] = True                          # attract: the partner and the flagged
-    return _reduce(_multi_positive(logits, flagged, itself, 'out'), reduction)
+    return reduce_loss(_multi_positive(logits, flagged, itself, 'out'), reduction)
 
 # %% ../nbs/08_debiased.ipynb #29f80e6d
 SUPCON_VARIANTS = ('out', 'in')
@@ -205,9 +204,9 @@ def supcon_loss(
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "Khosla et al.'s supervised contrastive loss; anchors without a positive are left out."
     check_choice(variant, 'variant', SUPCON_VARIANTS)
-    z = _unit_rows(features, 'features')
-    t, _ = _check_options(temperature, reduction, None)
-    labels = _as_ids(labels, 'labels').to(z.device)
+    z = unit_rows(features, 'features')
+    t, _ = check_loss_options(temperature, reduction, None)
+    labels = check_ids(labels, 'labels').to(z.device)
     if len(labels) != len(z):
         raise ValueError(f"labels has {len(labels)} entries but features has {len(z)} rows: "
                          "one label per row")
@@ -222,7 +221,7 @@ def supcon_loss(
     losses = _multi_positive(logits, positives[has], itself[has], variant)
     if reduction == 'none':
         return losses.new_zeros(len(z)).index_put((rows[has],), losses)
-    return _reduce(losses, reduction)
+    return reduce_loss(losses, reduction)
 
 # %% ../nbs/08_debiased.ipynb #52e25dac
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
                                     check_tensor, check_seed, check_temperature)
 from .augment import AugmentationPolicy, augment_batch
-from .infonce import _nt_xent_inputs, _row_logsumexp, floor_at_zero, nt_xent
+from .infonce import nt_xent_inputs, row_logsumexp, floor_at_zero, nt_xent
 from .models import ProjectionHead, SmallCNN
 from .moco import MoCoQueue
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
@@ -110,7 +110,7 @@ def global_nt_xent(
     anchors: str = 'local', # 'local': this process's 2N views; 'all': every process's 2WN views
 ) -> Tensor: # the mean loss over the anchors
     "NT-Xent of this process's views against every process's views: one batch over all of them."
-    u, t, max_logit = _nt_xent_inputs(z1, z2, temperature, 'mean', chunk_size)  # (2N, D) unit
+    u, t, max_logit = nt_xent_inputs(z1, z2, temperature, 'mean', chunk_size)  # (2N, D) unit
     check_choice(gather, 'gather', GATHERS)
     check_choice(anchors, 'anchors', ANCHORS)
     world_size, rank = world()
@@ -129,7 +129,7 @@ def global_nt_xent(
         a = keys / t                                 # (2WN, D) every view is an anchor
         pos = (a * views[order][:, partner].flatten(0, 1)).sum(1)
     # a view's own column is the diagonal of a @ keys.T: left out of the log-sum-exp
-    lse = _row_logsumexp(a, keys, max_logit, skip_diagonal=True, chunk_size=chunk_size)
+    lse = row_logsumexp(a, keys, max_logit, skip_diagonal=True, chunk_size=chunk_size)
     return floor_at_zero(lse - pos).mean()
 
 # %% ../nbs/10_distributed.ipynb #c6be8662

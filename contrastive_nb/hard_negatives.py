@@ -16,12 +16,12 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_indices, check_int, check_number,
                                     check_positive_int, check_probability, check_temperature,
                                     check_tensor)
-from .infonce import (_check_two_views, _info_nce_inputs, _nt_xent_inputs, _reduce,
+from .infonce import (check_two_views, info_nce_inputs, nt_xent_inputs, reduce_loss,
                                     floor_at_zero, info_nce)
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
-from .moco import MoCo, MoCoQueue, _check_views, _output_dim
+from .moco import MoCo, MoCoQueue, check_views, output_dim
 from .pairs import instance_ids, pair_masks
-from .similarity import _unit, l2_normalize
+from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['top_k_negatives', 'semi_hard_negatives', 'random_negatives', 'false_negative_share', 'hard_negative_loss',
@@ -136,7 +136,7 @@ def hard_negative_loss(
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "(1 − w) · InfoNCE over all K negatives + w · InfoNCE over each query's `num_hard` hardest."
     check_tensor(negatives, 'negatives', ndim=(2, 3))
-    q, _, n, _, _ = _info_nce_inputs(query, positive, negatives, temperature, reduction, None)
+    q, _, n, _, _ = info_nce_inputs(query, positive, negatives, temperature, reduction, None)
     w = check_probability(hard_weight, 'hard_weight')
     k = n.shape[-2]
     num_hard = max(1, k // 4) if num_hard is None else check_int(num_hard, 'num_hard', low=1)
@@ -159,7 +159,7 @@ def in_batch_negatives(
     "SimCLR's candidates as per-query tensors: each view, its partner, the other 2N − 2 views."
     for name, z in (('z1', z1), ('z2', z2)):
         check_tensor(z, name, ndim=2, dtype='float', nonempty=True, finite=True)
-    _check_two_views(z1, z2)
+    check_two_views(z1, z2)
     dtype = torch.promote_types(z1.dtype, z2.dtype)
     z = torch.cat([z1.to(dtype), z2.to(dtype)])                        # (2N, D)
     n = len(z1)
@@ -209,7 +209,7 @@ def importance_weighted_negatives(
     "Each view's positive logit and the log of its importance-weighted sum over 2N − 2 negatives."
     beta = check_number(beta, 'beta', low=0.0)
     _check_flag(detach_weights, 'detach_weights')
-    z, t, _ = _nt_xent_inputs(z1, z2, temperature, 'mean', None)   # (2N, D) unit rows
+    z, t, _ = nt_xent_inputs(z1, z2, temperature, 'mean', None)   # (2N, D) unit rows
     n = len(z) // 2
     logits = z @ z.T / t                                           # (2N, 2N)
     positive = logits.diagonal(n).repeat(2)                         # (2N,) view i with i ± N
@@ -233,7 +233,8 @@ def importance_weighted_nt_xent(
     check_choice(reduction, 'reduction', ('mean', 'sum', 'none'))
     positive, log_negatives = importance_weighted_negatives(z1, z2, temperature, beta,
                                                             detach_weights)
-    return _reduce(floor_at_zero(torch.logaddexp(positive, log_negatives) - positive), reduction)
+    loss = floor_at_zero(torch.logaddexp(positive, log_negatives) - positive)
+    return reduce_loss(loss, reduction)
 
 # %% ../nbs/07_hard_negatives.ipynb #327dfe61
 def mix_hard_negatives(
@@ -261,8 +262,8 @@ def mix_hard_negatives(
         raise TypeError("generator must be a torch.Generator or None, "
                         f"got {type(generator).__name__}")
     dtype = torch.promote_types(query.dtype, negatives.dtype)
-    q = _unit(query.detach().to(dtype), 'query')
-    keys = _unit(negatives.detach().to(dtype), 'negatives')
+    q = l2_normalize(query.detach().to(dtype), 'query')
+    keys = l2_normalize(negatives.detach().to(dtype), 'negatives')
     n, device = len(q), q.device
     hard = keys[(q @ keys.T).topk(num_hard, dim=1).indices]             # (N, num_hard, D)
     draw = lambda *shape: torch.rand(shape, generator=generator, dtype=torch.float64)
@@ -325,7 +326,7 @@ class CrossBatchMemory(nn.Module):
             if not isinstance(module, nn.Module):
                 raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
         self.encoder, self.head = encoder, head
-        self.memory = MoCoQueue(check_positive_int(memory_size, 'memory_size'), _output_dim(head),
+        self.memory = MoCoQueue(check_positive_int(memory_size, 'memory_size'), output_dim(head),
                                 seed)
         self.temperature = float(check_temperature(temperature))
         self.hard_weight = check_probability(hard_weight, 'hard_weight')
@@ -341,7 +342,7 @@ class CrossBatchMemory(nn.Module):
                 generator: torch.Generator | None = None, # unused: the signature of a pair loss
                ) -> Tensor: # the loss, a scalar
         "The loss of two views against batch + memory; in training mode, enqueue them afterwards."
-        _check_views(view1, view2, 1, next(self.encoder.parameters(), None))
+        check_views(view1, view2, 1, next(self.encoder.parameters(), None))
         z1, z2 = self.head(self.encoder(view1)), self.head(self.encoder(view2))
         queries, positives, in_batch = in_batch_negatives(z1, z2)        # in_batch: (2B, 2B − 2, D)
         memory = self.memory.negatives().to(in_batch.dtype)              # read before enqueuing

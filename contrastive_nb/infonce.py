@@ -22,25 +22,34 @@ from ._checks import (check_choice, check_int, check_number, check_positive_int,
 from .augment import AugmentationPolicy, augment_batch
 from .methods import (Batch, ContrastiveMethod, MethodOptions, TwoViewMethod,
                                     register_method)
-from .similarity import _unit
+from .similarity import l2_normalize
 
 # %% auto #0
-__all__ = ['REDUCTIONS', 'floor_at_zero', 'info_nce', 'nt_xent', 'train_method', 'PairLoss', 'train_on_pairs', 'SimCLROptions',
-           'SimCLR', 'train_simclr']
+__all__ = ['REDUCTIONS', 'unit_rows', 'check_loss_options', 'reduce_loss', 'floor_at_zero', 'info_nce_inputs', 'check_two_views',
+           'nt_xent_inputs', 'info_nce', 'nt_xent', 'row_logsumexp', 'loss_value', 'train_method', 'PairLoss',
+           'train_on_pairs', 'SimCLROptions', 'SimCLR', 'train_simclr']
 
 # %% ../nbs/03_infonce.ipynb #bf007a0c
 REDUCTIONS = ('mean', 'sum', 'none')
 
-def _unit_rows(x, name: str, ndim: int = 2) -> Tensor:
+def unit_rows(
+    x: Tensor, # (N, D) embeddings, or (N, K, D) per-query ones with ndim=3
+    name: str, # the argument's name in the caller, for the messages
+    ndim: int = 2, # the rank `x` must have
+) -> Tensor: # unit-length rows along the last dimension, float32 for half-precision input
     "Unit-length rows in at least float32; a wrong type, rank, empty batch or bad vector raises."
     check_tensor(x, name, ndim=ndim, dtype='float', nonempty=True)
     if x.ndim == 3 and x.shape[1] == 0:
         raise ValueError(f"per-query {name} must be (N, K, D) with K >= 1, got {tuple(x.shape)}")
     if x.dtype in (torch.float16, torch.bfloat16):
         x = x.float()  # a sum of many exponentials needs float32
-    return _unit(x, name)  # a zero, NaN or infinite vector raises a ValueError naming its rows
+    return l2_normalize(x, name)  # a zero, NaN or inf vector raises a ValueError naming its rows
 
-def _check_options(temperature, reduction: str, chunk_size) -> tuple[float | Tensor, float]:
+def check_loss_options(
+    temperature: float | Tensor, # τ > 0: a number, or a one-element tensor (a learnable τ)
+    reduction: str, # one of `REDUCTIONS`
+    chunk_size: int | None, # rows per chunk of the kernel, or None
+) -> tuple[float | Tensor, float]: # τ (a tensor keeps its graph, shape ()) and 1/τ as a float
     "Validate the options both losses share; return τ (a tensor keeps its graph) and 1/τ."
     temperature = check_temperature(temperature)
     check_choice(reduction, 'reduction', REDUCTIONS)
@@ -50,7 +59,12 @@ def _check_options(temperature, reduction: str, chunk_size) -> tuple[float | Ten
         return temperature, 1 / temperature.item()
     return temperature, 1 / temperature
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
+def reduce_loss(
+    loss: Tensor, # (N,) one loss per row
+    reduction: str, # 'mean', 'sum' or 'none' (already checked: see `check_loss_options`)
+) -> Tensor: # a scalar, or `loss` itself for 'none'
+    "Reduce per-row losses as `reduction` says (the name is checked; the values are trusted)."
+    check_choice(reduction, 'reduction', REDUCTIONS)  # a string: no pass over the tensor
     return loss.mean() if reduction == 'mean' else loss.sum() if reduction == 'sum' else loss
 
 # %% ../nbs/03_infonce.ipynb #56f58527
@@ -63,16 +77,23 @@ def floor_at_zero(
     return loss + (loss.clamp_min(0) - loss).detach()
 
 # %% ../nbs/03_infonce.ipynb #8535a7e8
-def _info_nce_inputs(query, positive, negatives, temperature, reduction, chunk_size):
+def info_nce_inputs(
+    query: Tensor, # (N, D) query embeddings
+    positive: Tensor, # (N, D) positive keys
+    negatives: Tensor | None, # None, (K, D) shared or (N, K, D) per-query negatives
+    temperature: float | Tensor, # τ > 0
+    reduction: str, # one of `REDUCTIONS`
+    chunk_size: int | None, # queries per chunk, or None
+) -> tuple: # (query, positive, negatives) as unit rows of one dtype, then τ and 1/τ
     "Unit rows of one common dtype for query, positive and negatives, then τ and 1/τ."
-    q, p = _unit_rows(query, 'query'), _unit_rows(positive, 'positive')
+    q, p = unit_rows(query, 'query'), unit_rows(positive, 'positive')
     if q.shape != p.shape:
         raise ValueError(f"query {tuple(q.shape)} and positive {tuple(p.shape)} must have the same "
                          "shape: row i of positive is the positive of query i")
     n = None
     if negatives is not None:
         check_tensor(negatives, 'negatives', ndim=(2, 3))
-        n = _unit_rows(negatives, 'negatives', ndim=negatives.ndim)
+        n = unit_rows(negatives, 'negatives', ndim=negatives.ndim)
         if n.ndim == 3 and n.shape[0] != len(q):
             raise ValueError(f"per-query negatives must be (N, K, D) with N = {len(q)} queries, "
                              f"got {tuple(n.shape)}")
@@ -82,23 +103,34 @@ def _info_nce_inputs(query, positive, negatives, temperature, reduction, chunk_s
     if n is not None:
         dtype = torch.promote_types(dtype, n.dtype)
         n = n.to(dtype)
-    t, max_logit = _check_options(temperature, reduction, chunk_size)
+    t, max_logit = check_loss_options(temperature, reduction, chunk_size)
     return q.to(dtype), p.to(dtype), n, t, max_logit
 
-def _check_two_views(z1: Tensor, z2: Tensor) -> None:
+def check_two_views(
+    z1: Tensor, # (N, D) first views
+    z2: Tensor, # (N, D) second views
+) -> None:
     "Two views of the same N >= 2 sources: equal shapes, and a negative for every view."
+    check_tensor(z1, 'z1', ndim=2)  # rank and type only: no pass over the values
+    check_tensor(z2, 'z2', ndim=2)
     if z1.shape != z2.shape:
         raise ValueError(f"z1 {tuple(z1.shape)} and z2 {tuple(z2.shape)} must have the same shape")
     if len(z1) < 2:
         raise ValueError("z1 and z2 need at least 2 rows (sources): with one, a view has no "
                          "negatives")
 
-def _nt_xent_inputs(z1, z2, temperature, reduction, chunk_size):
+def nt_xent_inputs(
+    z1: Tensor, # (N, D) embeddings of the first view
+    z2: Tensor, # (N, D) embeddings of the second view
+    temperature: float | Tensor, # τ > 0
+    reduction: str, # one of `REDUCTIONS`
+    chunk_size: int | None, # anchors per chunk, or None
+) -> tuple[Tensor, float | Tensor, float]: # the (2N, D) unit rows, τ and 1/τ
     "All 2N views as unit rows of one dtype (z1's rows, then z2's), then τ and 1/τ."
-    u1, u2 = _unit_rows(z1, 'z1'), _unit_rows(z2, 'z2')
-    _check_two_views(u1, u2)
+    u1, u2 = unit_rows(z1, 'z1'), unit_rows(z2, 'z2')
+    check_two_views(u1, u2)
     dtype = torch.promote_types(u1.dtype, u2.dtype)
-    t, max_logit = _check_options(temperature, reduction, chunk_size)
+    t, max_logit = check_loss_options(temperature, reduction, chunk_size)
     return torch.cat([u1.to(dtype), u2.to(dtype)]), t, max_logit
 
 # %% ../nbs/03_infonce.ipynb #a0c0c12e
@@ -111,17 +143,17 @@ def info_nce(
     chunk_size: int | None = None, # queries per chunk: bounded memory, same value and gradient
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "InfoNCE: −log softmax probability of each query's positive among its candidates."
-    q, p, n, t, max_logit = _info_nce_inputs(query, positive, negatives, temperature, reduction,
+    q, p, n, t, max_logit = info_nce_inputs(query, positive, negatives, temperature, reduction,
                                              chunk_size)
     a = q / t                                          # (N, D): a_i · key_j is a logit
     pos = (a * p).sum(1)                               # (N,) the positives' logits
     if n is None:                                      # candidates: the N positives of the batch
-        lse = _row_logsumexp(a, p, max_logit, chunk_size=chunk_size)
+        lse = row_logsumexp(a, p, max_logit, chunk_size=chunk_size)
     elif n.ndim == 2:                                  # candidates: own positive + K shared
-        lse = torch.logaddexp(pos, _row_logsumexp(a, n, max_logit, chunk_size=chunk_size))
+        lse = torch.logaddexp(pos, row_logsumexp(a, n, max_logit, chunk_size=chunk_size))
     else:                                              # candidates: own positive + own K
         lse = torch.logsumexp(torch.cat([pos[:, None], torch.einsum('nd,nkd->nk', a, n)], 1), 1)
-    return _reduce(floor_at_zero(lse - pos), reduction)  # (N,) −log p₊ = lse − positive logit
+    return reduce_loss(floor_at_zero(lse - pos), reduction)  # (N,) −log p₊ = lse − positive logit
 
 # %% ../nbs/03_infonce.ipynb #fb19a3d2
 def nt_xent(
@@ -132,12 +164,12 @@ def nt_xent(
     chunk_size: int | None = None, # anchors per chunk: bounded memory, same value and gradient
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "SimCLR's NT-Xent: each of the 2N views must pick its partner among the other 2N − 1 views."
-    z, t, max_logit = _nt_xent_inputs(z1, z2, temperature, reduction, chunk_size)  # z: (2N, D)
+    z, t, max_logit = nt_xent_inputs(z1, z2, temperature, reduction, chunk_size)  # z: (2N, D)
     a = z / t                                          # (2N, D): a_i · z_j is a logit
     pos = (a * z.roll(len(z) // 2, 0)).sum(1)          # (2N,) view i's partner sits N rows away
     # (2N,) log-sum-exp over the other 2N − 1 views: the diagonal (a view with itself) is left out
-    lse = _row_logsumexp(a, z, max_logit, skip_diagonal=True, chunk_size=chunk_size)
-    return _reduce(floor_at_zero(lse - pos), reduction)
+    lse = row_logsumexp(a, z, max_logit, skip_diagonal=True, chunk_size=chunk_size)
+    return reduce_loss(floor_at_zero(lse - pos), reduction)
 
 # %% ../nbs/03_infonce.ipynb #ef6b7abf
 def _shift_free(max_logit: float, columns: int, dtype: torch.dtype) -> bool:
@@ -222,7 +254,7 @@ class _ChunkedRowLogSumExp(torch.autograd.Function):
         return grad_a, grad_b, None, None, None
 
 # %% ../nbs/03_infonce.ipynb #b20e2d89
-def _row_logsumexp(
+def row_logsumexp(
     a: Tensor, # (N, D) queries already divided by τ, so that a_i · b_j is a logit
     b: Tensor, # (M, D) unit-length keys
     max_logit: float, # an upper bound on every |a_i · b_j| (1/τ for unit queries)
@@ -233,7 +265,7 @@ def _row_logsumexp(
     # under autocast the kernels' forward would run in half precision and their backward would not
     if torch.is_autocast_enabled(a.device.type):
         with torch.autocast(a.device.type, enabled=False):
-            return _row_logsumexp(a, b, max_logit, skip_diagonal, chunk_size)
+            return row_logsumexp(a, b, max_logit, skip_diagonal, chunk_size)
     if chunk_size is not None and chunk_size < len(a):
         return _ChunkedRowLogSumExp.apply(a, b, max_logit, skip_diagonal, chunk_size)
     if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
@@ -270,7 +302,10 @@ def _scalar(loss) -> Tensor:
         raise ValueError(f"the method's loss must be a scalar tensor, got {got}")
     return loss
 
-def _loss_value(loss: Tensor, step: int) -> float:
+def loss_value(
+    loss: Tensor, # the scalar loss of a step
+    step: int, # the step's number, for the message
+) -> float: # the loss as a Python float (one host synchronisation)
     "The loss as a float; a non-finite loss raises instead of training on it."
     value = loss.item()
     if not math.isfinite(value):
@@ -312,7 +347,7 @@ def train_method(
                          for _ in range(method.n_views)]
                 optimiser.zero_grad(set_to_none=True)
                 loss = method.loss_backward(Batch(views, idx, labels[idx], generator), _scalar)
-                value = _loss_value(loss, step)
+                value = loss_value(loss, step)
                 optimiser.step()
                 method.after_step()
                 history.append((epoch, step, value))

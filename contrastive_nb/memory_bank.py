@@ -16,8 +16,8 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from ._checks import (
-    check_choice, check_indices, check_int, check_number, check_positive_int, check_probability,
-    check_temperature, check_tensor, check_seed)
+    check_choice, check_generator, check_indices, check_int, check_number, check_positive_int,
+    check_probability, check_temperature, check_tensor, check_seed)
 from .evaluate import embed
 from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
@@ -70,12 +70,6 @@ def merge_duplicates(
     return unique, weights @ embeddings
 
 # %% ../nbs/05_memory_bank.ipynb #c6ffab17
-def _check_generator(generator) -> None:
-    "None or a torch.Generator."
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, "
-                        f"got {type(generator).__name__}")
-
 def _check_k(k, limit: int, why: str) -> int:
     "An int k in [1, limit], or an error that says why the limit is what it is."
     try:
@@ -95,7 +89,7 @@ def negative_indices(
     indices = check_indices(indices, 'indices', size)
     k = _check_k(k, size - 1, f"a query's own row is never its negative, so a bank of {size} "
                               f"rows has at most size - 1 = {size - 1} negatives per query")
-    _check_generator(generator)
+    check_generator(generator)
     if not isinstance(replacement, bool):
         raise TypeError(f"replacement must be True or False, got {replacement!r}")
     n = len(indices)
@@ -120,7 +114,7 @@ def shared_negative_indices(
     "Draw k distinct rows uniformly among the rows that are not in the batch."
     size = check_int(size, 'size', low=2)
     indices = check_indices(indices, 'indices', size)
-    _check_generator(generator)
+    check_generator(generator)
     allowed = torch.ones(size, device=generator.device if generator is not None else indices.device)
     allowed[indices.to(allowed.device)] = 0
     free = int(allowed.sum())

@@ -17,8 +17,9 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from ._checks import (check_choice, check_positive_int, check_probability,
-                                    check_seed, check_temperature, check_tensor)
+from ._checks import (check_choice, check_module, check_positive_int,
+                                    check_probability, check_seed, check_temperature,
+                                    check_tensor)
 from .augment import AugmentationPolicy
 from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
@@ -26,8 +27,8 @@ from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
 from .similarity import l2_normalize
 
 # %% auto #0
-__all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'momentum_update', 'batch_statistics_only', 'MoCo', 'MoCoOptions', 'build_moco',
-           'train_moco']
+__all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'momentum_update', 'batch_statistics_only', 'output_dim', 'check_views', 'MoCo',
+           'MoCoOptions', 'build_moco', 'train_moco']
 
 # %% ../nbs/06_moco.ipynb #6ac298e7
 def _checked_keys(
@@ -160,16 +161,25 @@ def batch_statistics_only(
         for layer in layers: layer.track_running_stats = True
 
 # %% ../nbs/06_moco.ipynb #ca4ad74d
-def _output_dim(head: nn.Module) -> int:
+def output_dim(
+    head: nn.Module, # a projection head
+) -> int: # the length of the embeddings it returns
     "The embedding length of a head: its `out_dim`, else the output features of its last nn.Linear."
+    check_module(head, 'head')
     if isinstance(getattr(head, 'out_dim', None), int): return head.out_dim
     linears = [layer for layer in head.modules() if isinstance(layer, nn.Linear)]
     if not linears:
         raise ValueError("cannot tell the head's output length: give it an `out_dim` attribute")
     return linears[-1].out_features
 
-def _check_views(view1, view2, bn_splits: int, like: Tensor | None) -> None:
+def check_views(
+    view1: Tensor, # (B, ...) the queries' views
+    view2: Tensor, # (B, ...) the keys' views
+    bn_splits: int, # shuffle-BN's sub-batches: each needs 2 rows
+    like: Tensor | None, # a parameter of the encoder (its dtype), or None
+) -> None:
     "Two finite float batches of one shape, splittable, with the encoder's dtype and device."
+    check_positive_int(bn_splits, 'bn_splits')
     for name, view in (('view1', view1), ('view2', view2)):
         check_tensor(view, name, dtype='float', finite=True)
         if view.ndim < 2:
@@ -215,7 +225,7 @@ class MoCo(ContrastiveMethod):
         self.encoder_k, self.head_k = copy.deepcopy(encoder), copy.deepcopy(head)
         for p in [*self.encoder_k.parameters(), *self.head_k.parameters()]: p.requires_grad_(False)
         queue_size = check_positive_int(queue_size, 'queue_size')
-        self.queue = MoCoQueue(queue_size, _output_dim(head), seed)
+        self.queue = MoCoQueue(queue_size, output_dim(head), seed)
 
     def extra_repr(self) -> str:
         return (f"m={self.m}, temperature={self.temperature}, symmetric={self.symmetric}, "
@@ -247,7 +257,7 @@ class MoCo(ContrastiveMethod):
                 generator: torch.Generator | None = None, # draws shuffle-BN's shuffle (CPU)
                ) -> Tensor: # the InfoNCE loss, a scalar
         "The MoCo loss of two views; in training mode also moves the key side, enqueues the keys."
-        _check_views(view1, view2, self.bn_splits, next(self.encoder_q.parameters(), None))
+        check_views(view1, view2, self.bn_splits, next(self.encoder_q.parameters(), None))
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError("generator must be a torch.Generator or None, "
                             f"got {type(generator).__name__}")

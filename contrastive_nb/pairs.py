@@ -17,8 +17,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ._checks import (check_int, check_number, check_positive_int, check_probability,
-                                    check_tensor)
+from ._checks import (check_ids, check_int, check_number, check_positive_int,
+                                    check_probability, check_rng, check_tensor)
 
 # %% auto #0
 __all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'check_synonyms', 'delete_words',
@@ -26,22 +26,11 @@ __all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 
            'expected_false_negatives', 'chance_of_false_negative']
 
 # %% ../nbs/01_pairs.ipynb #67644cad
-def _as_ids(ids, name: str = 'ids') -> Tensor:
-    "A 1-D integer tensor of ids (lists and arrays are converted), or an error that names `name`."
-    if not isinstance(ids, Tensor):
-        try: ids = torch.as_tensor(np.asarray(ids))
-        except (TypeError, ValueError, RuntimeError) as e:
-            fix = "for other labels use torch.as_tensor(pandas.factorize(values)[0])"
-            raise TypeError(f"{name} must be a 1-D tensor of integer ids; could not convert it "
-                            f"({e}); {fix}") from e
-        if ids.ndim == 1 and len(ids) == 0: ids = ids.long()  # np.asarray([]) is float
-    return check_tensor(ids, name, ndim=1, dtype='int')
-
 def pair_masks(
     ids: Tensor, # (N,) integer source id (or class label) of each row
 ) -> tuple[Tensor, Tensor]: # (positive, negative), each (N, N) bool and False on the diagonal
     "Masks over all pairs of rows: positive where ids agree (not with itself), else negative."
-    ids = _as_ids(ids)
+    ids = check_ids(ids)
     same = ids[:, None] == ids[None, :]
     itself = torch.eye(len(ids), dtype=torch.bool, device=ids.device)
     return same & ~itself, ~same
@@ -139,14 +128,6 @@ def check_synonyms(
 # %% ../nbs/01_pairs.ipynb #3e916770
 _WORD = re.compile(r"^(\W*)(.*?)(\W*)$")
 
-def _generator(rng: int | np.random.Generator) -> np.random.Generator:
-    "A numpy generator: `rng` itself, or a fresh one seeded with the integer `rng`."
-    if isinstance(rng, np.random.Generator): return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(check_int(rng, 'rng', low=0))
-    raise TypeError(f"rng must be a non-negative integer seed or a numpy.random.Generator, "
-                    f"got {type(rng).__name__}")
-
 def _check_text_args(text: str, p: float, name: str) -> float:
     "Check a text view's text (a string) and its probability or fraction `p`."
     if not isinstance(text, str):
@@ -160,7 +141,7 @@ def delete_words(
 ) -> str: # the text with some words dropped; at least one word is kept
     "Word deletion: drop each word with probability `p`."
     p = _check_text_args(text, p, 'p')
-    words, rng = text.split(), _generator(rng)
+    words, rng = text.split(), check_rng(rng)
     if not words: return text
     keep = rng.random(len(words)) >= p
     if not keep.any(): keep[rng.integers(len(words))] = True
@@ -175,7 +156,7 @@ def replace_synonyms(
     "Synonym replacement from a table, keeping each word's punctuation and initial capital."
     p = _check_text_args(text, p, 'p')
     synonyms = TICKET_SYNONYMS if synonyms is None else check_synonyms(synonyms)
-    rng, out = _generator(rng), []
+    rng, out = check_rng(rng), []
     for word in text.split():
         lead, core, trail = _WORD.match(word).groups()
         options = synonyms.get(core.lower(), ())
@@ -198,7 +179,7 @@ def mask_span(
     fraction = _check_text_args(text, fraction, 'fraction')
     if not isinstance(mask, str):
         raise TypeError(f"mask must be a string, got {type(mask).__name__}")
-    words, rng = text.split(), _generator(rng)
+    words, rng = text.split(), check_rng(rng)
     if not words: return text
     length = max(1, round(fraction * len(words)))
     start = rng.integers(len(words) - length + 1)
@@ -209,7 +190,7 @@ def ticket_view(
     rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a stream)
 ) -> str: # one random rewording
     "One random view of a ticket: synonym replacement, then word deletion, then span masking."
-    rng = _generator(rng)
+    rng = check_rng(rng)
     return mask_span(delete_words(replace_synonyms(text, 0.5, rng), 0.1, rng), 0.15, rng)
 
 # %% ../nbs/01_pairs.ipynb #789c9c95
@@ -230,7 +211,7 @@ def temporal_pair_masks(
     if sequence_ids is None:
         sequence = torch.zeros(len(times), dtype=torch.long, device=times.device)
     else:
-        sequence = _as_ids(sequence_ids, 'sequence_ids').to(times.device)
+        sequence = check_ids(sequence_ids, 'sequence_ids').to(times.device)
     if len(sequence) != len(times):
         raise ValueError(f"sequence_ids has {len(sequence)} entries for {len(times)} times")
     itself = torch.eye(len(times), dtype=torch.bool, device=times.device)

@@ -69,9 +69,10 @@ def _unit(x: Tensor, name: str) -> Tensor:
 
 def l2_normalize(
     x: Tensor,  # (..., D) floating-point vectors along the last dimension
+    name: str = 'x',  # the argument's name in the caller, for the messages
 ) -> Tensor:  # same shape and dtype; every vector has length 1
     "Scale every vector along the last dimension of `x` to length 1; zero, NaN or inf raise."
-    return _unit(x, 'x')
+    return _unit(x, name)
 
 # %% ../nbs/02_similarity.ipynb #cd9d34f4
 def _same_features(a: Tensor, b: Tensor) -> None:

@@ -23,12 +23,13 @@ from tqdm import tqdm
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
                                     check_seed)
-from ._checks import check_indices, check_probability, check_tensor, zip_damage
-from .data import _check_tickets
+from ._checks import (check_ids, check_indices, check_probability, check_tensor,
+                                    zip_damage)
+from .data import check_tickets
 from .debiased import supcon_loss
 from .hard_negatives import top_k_negatives
-from .infonce import _reduce, _unit_rows, floor_at_zero, REDUCTIONS
-from .pairs import TICKET_SYNONYMS, _as_ids, check_synonyms, delete_words
+from .infonce import reduce_loss, unit_rows, floor_at_zero, REDUCTIONS
+from .pairs import TICKET_SYNONYMS, check_synonyms, delete_words
 from .pairs import replace_synonyms
 from .training import CheckpointError, save_checkpoint
 
@@ -79,7 +80,7 @@ def _check_texts(texts, name: str = 'texts') -> list[str]:
     return texts
 
 def _check_labels(labels, n: int, name: str) -> Tensor:
-    labels = _as_ids(labels, name)
+    labels = check_ids(labels, name)
     if len(labels) != n:
         raise ValueError(f"{name} has {len(labels)} entries for {n} rows: one label per row")
     return labels
@@ -204,7 +205,7 @@ def split_by_message(
     seed: int = 0, # which tickets are held out
 ) -> tuple[pd.DataFrame, pd.DataFrame]: # (corpus, queries); every problem is on both sides
     "Hold out `queries_per_problem` tickets of every problem as queries; the rest is the corpus."
-    _check_tickets(df)
+    check_tickets(df)
     k = check_positive_int(queries_per_problem, 'queries_per_problem')
     rng = np.random.default_rng(check_int(seed, 'seed', low=0))
     sizes = df.groupby('problem_id').size()
@@ -239,7 +240,7 @@ def paraphrase_tickets(
     synonyms: dict[str, tuple[str, ...]] | None = None, # word -> options; None: the default table
 ) -> pd.DataFrame: # problem_id, intent, text, sources (the ticket_ids it was built from)
     "Seeded paraphrases: clauses of two tickets of one problem joined, then synonyms and deletions."
-    _check_tickets(df)
+    check_tickets(df)
     if len(df) == 0: raise ValueError("df has no tickets to paraphrase")
     n_per_problem = check_positive_int(n_per_problem, 'n_per_problem')
     synonym_p = check_probability(synonym_p, 'synonym_p')
@@ -365,7 +366,7 @@ def mnrl_loss(
     reduction: str = 'mean', # 'mean', 'sum' or 'none'
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "In-batch InfoNCE on cosine × scale logits; with labels, same-label negatives are masked."
-    a, p = _unit_rows(anchors, 'anchors'), _unit_rows(positives, 'positives')
+    a, p = unit_rows(anchors, 'anchors'), unit_rows(positives, 'positives')
     if a.shape != p.shape:
         raise ValueError(f"anchors {tuple(a.shape)} and positives {tuple(p.shape)} must have "
                          "the same shape: one positive per anchor")
@@ -375,7 +376,7 @@ def mnrl_loss(
     keys, key_labels = p, None
     labels = None if labels is None else _check_labels(labels, n, 'labels').to(a.device)
     if hard_negatives is not None:
-        h = _unit_rows(hard_negatives, 'hard_negatives')
+        h = unit_rows(hard_negatives, 'hard_negatives')
         if h.shape[1] != a.shape[1]:
             raise ValueError(f"hard_negatives has {h.shape[1]} features, anchors {a.shape[1]}")
         keys = torch.cat([p, h.to(p.dtype)])
@@ -395,7 +396,7 @@ def mnrl_loss(
     target = torch.arange(n, device=a.device)
     # Each row floored before the reduction: a perfect match is 0, not -0.0 or a rounding below
     # it; the gradient is that of the plain formula (lesson 03's straight-through floor).
-    return _reduce(floor_at_zero(F.cross_entropy(logits, target, reduction='none')), reduction)
+    return reduce_loss(floor_at_zero(F.cross_entropy(logits, target, reduction='none')), reduction)
 
 # %% ../nbs/11_text_retrieval.ipynb #1ffedafc
 def mine_hard_negatives(
@@ -405,7 +406,7 @@ def mine_hard_negatives(
     check_labels: bool = True, # False: nearest other texts whatever their label (for comparison)
 ) -> Tensor: # (N, k) int64 indices into the pool, most similar first
     "For each text, the k most similar other texts of a different label: its hardest negatives."
-    z = _unit_rows(embeddings, 'embeddings')
+    z = unit_rows(embeddings, 'embeddings')
     labels = _check_labels(labels, len(z), 'labels').to(z.device)
     if not isinstance(check_labels, bool):
         raise TypeError(f"check_labels must be True or False, got {type(check_labels).__name__}")

@@ -514,15 +514,6 @@ def test_cuda_agrees_with_cpu(data, probe_data):
     q, k = tx[:20], tx[20:50]
     assert retrieval_metrics(q.cuda(), k.cuda(), chunk_size=7) == pytest.approx(retrieval_metrics(q, k))
 
-def test_probe_standardises_with_the_training_statistics():
-    "Training features end with mean 0 and population std 1 per feature (a constant feature is left at 0)."
-    from contrastive_nb.evaluate import _standardise
-    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(0)) * torch.tensor([1.0, 10.0, 0.0]) + 2
-    train, test = _standardise(x, x[:2] * 3)
-    assert torch.allclose(train.mean(0), torch.zeros(3), atol=1e-6)
-    assert torch.allclose(train.std(0, correction=0), torch.tensor([1.0, 1.0, 0.0]), atol=1e-6)
-    assert torch.allclose(test, (x[:2] * 3 - x.mean(0)) / torch.where(x.std(0, correction=0) > 0, x.std(0, correction=0), 1.0))
-
 @pytest.mark.parametrize('output', [lambda x: x.flatten(1).mean(1), lambda x: x.flatten(1)[:1], lambda x: [x]])
 def test_embed_refuses_a_model_that_does_not_return_one_row_per_image(output):
     "One number per image, too few rows, or not a tensor: a clear error, never an IndexError from flatten."

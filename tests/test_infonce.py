@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 from torch.autograd import gradcheck
 
-from contrastive_nb.infonce import _row_logsumexp, _shift_free, info_nce, nt_xent
+from contrastive_nb.infonce import info_nce, nt_xent, row_logsumexp
 
 def rand(*shape, seed=0, dtype=torch.float64):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
@@ -136,8 +136,7 @@ def test_half_precision_at_low_temperature_is_finite_and_close(dtype):
 @pytest.mark.parametrize('skip', [False, True])
 @pytest.mark.parametrize('chunk_size', [None, 3])
 def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, shift_free, skip, chunk_size):
-    from contrastive_nb.infonce import _shift_free
-    assert _shift_free(bound, 6, dtype) == shift_free
+    "`shift_free` says which side of the switch a case is on (lesson 03's notebook checks the switch itself)."
     b = F.normalize(rand(6, 3, seed=23), dim=1)
     a = F.normalize(rand(4, 3, seed=24), dim=1) * bound
     weights = rand(4, seed=25)
@@ -145,12 +144,12 @@ def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, s
     ref = torch.logsumexp((ref_a @ ref_b.T).masked_fill(torch.eye(4, 6, dtype=torch.bool) & skip, float('-inf')), 1)
     ref_grads = torch.autograd.grad((ref * weights).sum(), (ref_a, ref_b))
     got_a, got_b = leaf(a.to(dtype), b.to(dtype))
-    got = _row_logsumexp(got_a, got_b, bound, skip, chunk_size)
+    got = row_logsumexp(got_a, got_b, bound, skip, chunk_size)
     got_grads = torch.autograd.grad((got * weights.to(dtype)).sum(), (got_a, got_b))
     tol = dict(rtol=1e-5, atol=1e-4 * bound) if dtype == torch.float32 else {}
     assert torch.isfinite(got).all() and torch.allclose(got.double(), ref, **tol)
     assert all(torch.allclose(g.double(), r, **tol) for g, r in zip(got_grads, ref_grads))
-    with torch.no_grad(): assert torch.allclose(_row_logsumexp(a.to(dtype), b.to(dtype), bound, skip, chunk_size).double(), ref, **tol)
+    with torch.no_grad(): assert torch.allclose(row_logsumexp(a.to(dtype), b.to(dtype), bound, skip, chunk_size).double(), ref, **tol)
 
 @pytest.mark.parametrize('call, error, message', [
     (lambda: info_nce(torch.randn(4, 8), torch.randn(5, 8)), ValueError, 'same shape'),
@@ -262,10 +261,6 @@ def test_the_error_names_the_argument_not_x():
     with pytest.raises(ValueError, match=r'query has a zero vector at row 2'):
         info_nce(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]), torch.randn(3, 2))
 
-def test_shift_free_switch_points():
-    assert _shift_free(10.0, 128, torch.float32) and not _shift_free(100.0, 128, torch.float32)
-    assert _shift_free(600.0, 65_536, torch.float64)
-
 # --- training loops: validation before work, forwarding, non-finite losses ------------------------------------------
 
 def test_train_on_pairs_refuses_bad_arguments_before_any_step():
@@ -368,7 +363,7 @@ def test_chunked_rows_are_all_written():
         warnings.simplefilter('error')  # torch warns when an `out=` tensor of the wrong size is resized
         for chunk_size in (1, 2, 3, 6):
             torch.full((7,), float('nan'))  # leave NaN in freed memory that torch.empty may reuse
-            assert torch.allclose(_row_logsumexp(a, b, 10.0, chunk_size=chunk_size), expected)
+            assert torch.allclose(row_logsumexp(a, b, 10.0, chunk_size=chunk_size), expected)
 
 def test_a_temperature_of_any_one_element_shape_keeps_the_loss_shape():
     z1, z2 = rand(4, 3), rand(4, 3, seed=1)
