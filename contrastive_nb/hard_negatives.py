@@ -13,9 +13,9 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._checks import (check_choice, check_indices, check_int, check_number,
-                                    check_positive_int, check_probability, check_temperature,
-                                    check_tensor)
+from ._checks import (check_bool, check_choice, check_generator, check_indices,
+                                    check_int, check_number, check_positive_int,
+                                    check_probability, check_temperature, check_tensor)
 from .infonce import (check_two_views, info_nce_inputs, nt_xent_inputs, reduce_loss,
                                     floor_at_zero, info_nce)
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
@@ -94,9 +94,7 @@ def random_negatives(
     check_tensor(negative_mask, 'negative_mask', ndim=2, nonempty=True)
     if negative_mask.dtype != torch.bool:
         raise TypeError(f"negative_mask must be a boolean tensor, got {negative_mask.dtype}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator or None, "
-                        f"got {type(generator).__name__}")
+    check_generator(generator)
     k = _check_count(k, negative_mask)
     scores = torch.rand(negative_mask.shape, generator=generator).to(negative_mask.device)
     return scores.masked_fill(~negative_mask, -1.0).topk(k, dim=1).indices
@@ -193,12 +191,6 @@ class HardNegativeSimCLR(TwoViewMethod):
 register_method('hard_negative', HardNegativeSimCLR)
 
 # %% ../nbs/07_hard_negatives.ipynb #7443502d
-def _check_flag(value, name: str) -> bool:
-    "True or False, else a TypeError naming `name`."
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
-    return value
-
 def importance_weighted_negatives(
     z1: Tensor, # (N, D) embeddings of the first view of N >= 2 sources
     z2: Tensor, # (N, D) embeddings of the second view; row i is the partner of z1[i]
@@ -208,7 +200,7 @@ def importance_weighted_negatives(
 ) -> tuple[Tensor, Tensor]: # (2N,) positive logits s₊/τ; (2N,) log M·Σ w e^{s/τ} / Σ w
     "Each view's positive logit and the log of its importance-weighted sum over 2N − 2 negatives."
     beta = check_number(beta, 'beta', low=0.0)
-    _check_flag(detach_weights, 'detach_weights')
+    check_bool(detach_weights, 'detach_weights')
     z, t, _ = nt_xent_inputs(z1, z2, temperature, 'mean', None)   # (2N, D) unit rows
     n = len(z) // 2
     logits = z @ z.T / t                                           # (2N, 2N)
@@ -258,9 +250,7 @@ def mix_hard_negatives(
     n_mixes = check_int(n_mixes, 'n_mixes', low=0)
     n_query_mixes = check_int(n_query_mixes, 'n_query_mixes', low=0)
     query_max = check_number(query_max, 'query_max', 0.0, 0.5, low_open=True)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator or None, "
-                        f"got {type(generator).__name__}")
+    check_generator(generator)
     dtype = torch.promote_types(query.dtype, negatives.dtype)
     q = l2_normalize(query.detach().to(dtype), 'query')
     keys = l2_normalize(negatives.detach().to(dtype), 'negatives')

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from ._checks import (check_choice, check_module, check_positive_int,
+from ._checks import (check_choice, check_generator, check_module, check_positive_int,
                                     check_probability, check_seed, check_temperature,
                                     check_tensor)
 from .augment import AugmentationPolicy
@@ -258,9 +258,7 @@ class MoCo(ContrastiveMethod):
                ) -> Tensor: # the InfoNCE loss, a scalar
         "The MoCo loss of two views; in training mode also moves the key side, enqueues the keys."
         check_views(view1, view2, self.bn_splits, next(self.encoder_q.parameters(), None))
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError("generator must be a torch.Generator or None, "
-                            f"got {type(generator).__name__}")
+        check_generator(generator)
         pairs = ((view1, view2), (view2, view1)) if self.symmetric else ((view1, view2),)
         queries = [self._encode(self.encoder_q, self.head_q, a) for a, _ in pairs]
         if self.training:  # the key side moves before it encodes, as in MoCo's official code

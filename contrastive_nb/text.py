@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_seed)
+from ._checks import (check_bool, check_choice, check_int, check_number,
+                                    check_positive_int, check_seed)
 from ._checks import (check_ids, check_indices, check_probability, check_tensor,
                                     zip_damage)
 from .data import check_tickets
@@ -419,11 +419,6 @@ def mine_hard_negatives(
 # %% ../nbs/11_text_retrieval.ipynb #332e21dc
 TEXT_LOSSES = ('mnrl', 'supcon')
 
-def _check_flag(value, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-    return value
-
 def train_text_encoder(
     texts: list[str], # training texts
     labels: Tensor, # (N,) problem of each text: texts with one label are positives of each other
@@ -448,9 +443,9 @@ def train_text_encoder(
     lr = check_number(lr, 'lr', low=0.0, low_open=True)
     temperature = check_number(temperature, 'temperature', low=0.0, low_open=True)
     scale = check_number(scale, 'scale', low=0.0, low_open=True)
-    mask, hard = _check_flag(mask_false_negatives, 'mask_false_negatives'), _check_flag(
+    mask, hard = check_bool(mask_false_negatives, 'mask_false_negatives'), check_bool(
         hard_negatives, 'hard_negatives')
-    _check_flag(progress, 'progress')
+    check_bool(progress, 'progress')
     if batch_size > len(texts):
         raise ValueError(f"batch_size = {batch_size} is larger than the {len(texts)} texts")
     seed = check_seed(seed)
