@@ -465,9 +465,16 @@ CONSTANTS = {'data': {'SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASS
              'pairs': {'TICKET_SYNONYMS'}, 'infonce': {'REDUCTIONS'}, 'moco': {'BUFFER_POLICIES'},
              'models': {'NORMS'}, 'augment': {'Interval'}}
 
+def _parts(module: str) -> list[Callable[[], dict[str, list[Case]]]]:
+    "Lessons 00-06: the entries above, and their building blocks' in tests/bad_input_building_blocks.py."
+    import bad_input_building_blocks as blocks  # it imports this file: imported when first needed
+    return [BUILDERS[module]] + ([blocks.BLOCKS[module]] if module in blocks.BLOCKS else [])
+
 def builder(module: str) -> Callable[[], dict[str, list[Case]]]:
     "The registry of one module: above for lessons 00-06, `tests/bad_input_<module>.py` (its `cases`) for later ones."
-    if module in BUILDERS: return BUILDERS[module]
+    if module in BUILDERS:
+        parts = _parts(module)
+        return lambda: {name: found for part in parts for name, found in part().items()}
     try: return importlib.import_module(f'bad_input_{module}').cases
     except ModuleNotFoundError as e:
         raise AssertionError(f"contrastive_nb.{module} has no bad-input registry: write "
@@ -649,7 +656,8 @@ PRESENT = [m for m in MODULES if module_exists(m)]
 
 def _registered(module: str) -> set[str]:
     "Names with an entry, without building the cases (for the coverage test)."
-    source = inspect.getsource(builder(module))
+    parts = _parts(module) if module in BUILDERS else [builder(module)]
+    source = ''.join(inspect.getsource(part) for part in parts)
     return {n for n in _mod(module).__all__ if f"'{n}'" in source} | constants(module)
 
 @pytest.mark.parametrize('module', PRESENT)
