@@ -16,7 +16,8 @@ from datetime import date
 
 import torch
 
-from contrastive_nb.distributed import grad_cache_benchmark, launch
+from contrastive_nb.distributed import grad_cache_benchmark
+from contrastive_nb.launch import launch
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -8,16 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/distributed.html.md"""
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import os
-import pickle
-import resource
-import socket
-import subprocess
-import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable
 
 import torch
@@ -28,6 +19,7 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
                                     check_tensor, check_seed, check_temperature)
 from .augment import AugmentationPolicy, augment_batch
+from .launch import peak_mib, reset_peak
 from .infonce import nt_xent_inputs, row_logsumexp, floor_at_zero, nt_xent
 from .models import ProjectionHead, SmallCNN
 from .moco import MoCoQueue
@@ -35,9 +27,9 @@ from .methods import Batch, MethodOptions, TwoViewMethod, register_method
 from .training import world
 
 # %% auto #0
-__all__ = ['GATHERS', 'ANCHORS', 'all_gather_rows', 'all_gather_with_grad', 'global_nt_xent', 'free_port', 'launch', 'run_calls',
-           'ddp_gradient_check', 'enqueue_from_all', 'shuffled_across', 'grad_cache_step', 'train_simclr_ddp',
-           'grad_cache_benchmark', 'GlobalSimCLROptions', 'GlobalSimCLR']
+__all__ = ['GATHERS', 'ANCHORS', 'all_gather_rows', 'all_gather_with_grad', 'global_nt_xent', 'ddp_gradient_check',
+           'enqueue_from_all', 'shuffled_across', 'grad_cache_step', 'train_simclr_ddp', 'grad_cache_benchmark',
+           'GlobalSimCLROptions', 'GlobalSimCLR']
 
 # %% ../nbs/10_distributed.ipynb #2d5865aa
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -131,126 +123,6 @@ def global_nt_xent(
     # a view's own column is the diagonal of a @ keys.T: left out of the log-sum-exp
     lse = row_logsumexp(a, keys, max_logit, skip_diagonal=True, chunk_size=chunk_size)
     return floor_at_zero(lse - pos).mean()
-
-# %% ../nbs/10_distributed.ipynb #c6be8662
-def free_port() -> int: # a TCP port on 127.0.0.1 that nothing listens on now
-    "Ask the operating system for a free port on the loopback interface."
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-def _child() -> None:
-    "Entry point of a process started by `launch`: join the group, call, save the result."
-    folder, rank = os.environ['CNB_LAUNCH_DIR'], int(os.environ['RANK'])
-    try:
-        with open(os.path.join(folder, 'call.pkl'), 'rb') as f:
-            fn, args, kwargs, timeout, threads = pickle.load(f)
-    except AttributeError as e:  # a function of the parent's __main__ (a notebook, a script)
-        out = (False, ('TypeError', f"a new process cannot find a function it was sent ({e}): "
-                       "define it in an importable module, or import it from one", ''))
-        with open(os.path.join(folder, f'result{rank}.pkl'), 'wb') as f: pickle.dump(out, f)
-        return
-    torch.set_num_threads(threads)
-    try:
-        dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=timeout))
-        try: out = (True, fn(*args, **kwargs))
-        finally: dist.destroy_process_group()
-    except Exception as e:
-        out = (False, (type(e).__name__, str(e), traceback.format_exc()))
-    with open(os.path.join(folder, f'result{rank}.pkl'), 'wb') as f:
-        pickle.dump(out, f)
-
-def _start(fn: Callable, world_size: int, folder: str, threads: int) -> list[subprocess.Popen]:
-    "Start `world_size` Python processes that run `_child` with torchrun's variables set."
-    module = sys.modules.get(fn.__module__)
-    path = os.environ.get('PYTHONPATH', '')
-    if '.' not in fn.__module__ and getattr(module, '__file__', None):  # a top-level module file
-        path = os.pathsep.join(p for p in (os.path.dirname(os.path.abspath(module.__file__)), path)
-                               if p)
-    env = {**os.environ, 'PYTHONPATH': path, 'MASTER_ADDR': '127.0.0.1',
-           'MASTER_PORT': str(free_port()), 'WORLD_SIZE': str(world_size),
-           'CNB_LAUNCH_DIR': folder, 'OMP_NUM_THREADS': str(threads)}
-    code = 'from contrastive_nb.distributed import _child; _child()'
-    procs = []
-    for rank in range(world_size):
-        with open(os.path.join(folder, f'log{rank}.txt'), 'w') as log:
-            procs.append(subprocess.Popen([sys.executable, '-c', code], stdout=log,
-                                          stderr=subprocess.STDOUT,
-                                          env={**env, 'RANK': str(rank), 'LOCAL_RANK': str(rank)}))
-    return procs
-
-def _collect(procs: list[subprocess.Popen], folder: str, timeout: float) -> list:
-    "Each process's result, or the clearest of their errors raised here."
-    results, errors = [], []
-    for rank, p in enumerate(procs):
-        path = os.path.join(folder, f'result{rank}.pkl')
-        if not os.path.exists(path):
-            with open(os.path.join(folder, f'log{rank}.txt')) as f: log = f.read()[-3000:]
-            errors.append(('RuntimeError', f"process {rank} returned nothing (exit code "
-                           f"{p.returncode}; time limit {timeout:g} s). Its output:\n{log}", ''))
-            continue
-        with open(path, 'rb') as f: ok, value = pickle.load(f)
-        if ok: results.append(value)
-        else: errors.append(value)
-    if errors:  # a ValueError or TypeError says the most; the others follow from it
-        kind, message, trace = next((e for e in errors if e[0] in ('ValueError', 'TypeError')),
-                                    errors[0])
-        if kind in ('ValueError', 'TypeError'):
-            raise {'ValueError': ValueError, 'TypeError': TypeError}[kind](message)
-        raise RuntimeError(f"{kind}: {message}\n{trace}")
-    return results
-
-def launch(
-    fn: Callable, # a function defined in an importable module (it is pickled by name)
-    world_size: int = 2, # number of processes
-    args: tuple = (), # positional arguments of `fn`, the same in every process
-    kwargs: dict | None = None, # keyword arguments of `fn`
-    timeout: float = 120.0, # seconds for the whole run, start-up included, and for each collective
-    threads: int = 1, # torch threads per process
-) -> list: # what `fn` returned in each process, rank 0 first
-    "Run `fn` in `world_size` fresh CPU processes joined by a gloo process group on 127.0.0.1."
-    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if getattr(fn, '__module__', None) == '__main__':
-        raise TypeError(f"fn ({getattr(fn, '__name__', fn)}) is defined in __main__ (a notebook or "
-                        "a script): a new process cannot import it; define it in an importable "
-                        "module, or import it from one")
-    world_size = check_positive_int(world_size, 'world_size')
-    timeout = check_number(timeout, 'timeout', low=0.0, low_open=True)
-    threads = check_positive_int(threads, 'threads')
-    if not isinstance(args, (tuple, list)):
-        raise TypeError(f"args must be a tuple, got {type(args).__name__}")
-    if kwargs is not None and not isinstance(kwargs, dict):
-        raise TypeError(f"kwargs must be a dict or None, got {type(kwargs).__name__}")
-    with tempfile.TemporaryDirectory(prefix='cnb_launch_') as folder:
-        try:
-            with open(os.path.join(folder, 'call.pkl'), 'wb') as f:
-                pickle.dump((fn, tuple(args), dict(kwargs or {}), timeout, threads), f)
-        except (pickle.PicklingError, AttributeError, TypeError) as e:
-            raise TypeError("fn and its arguments must be picklable: define fn at the top of an "
-                            f"importable module, not in a notebook ({e})") from None
-        procs = _start(fn, world_size, folder, threads)
-        deadline = time.monotonic() + timeout
-        try:
-            for p in procs: p.wait(timeout=max(deadline - time.monotonic(), 0.01))
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()  # by its own process id: nothing else is touched
-                    p.wait()
-        return _collect(procs, folder, timeout)
-
-def run_calls(
-    calls: list, # (function, keyword arguments) pairs
-) -> list: # what each call returned, in order
-    "Call several functions one after the other: many cases in one `launch`, one start-up."
-    if not isinstance(calls, (list, tuple)) or not all(
-            isinstance(c, tuple) and len(c) == 2 and callable(c[0]) and isinstance(c[1], dict)
-            for c in calls):
-        raise TypeError("calls must be a list of (function, keyword arguments) pairs, "
-                        f"got {type(calls).__name__}")
-    return [fn(**kwargs) for fn, kwargs in calls]
 
 # %% ../nbs/10_distributed.ipynb #b6a2577c
 def _mlp(seed: int, d_in: int, d_out: int, dtype: torch.dtype) -> nn.Module:
@@ -442,29 +314,6 @@ def train_simclr_ddp(
     return {'encoder': encoder.state_dict(), 'losses': losses}
 
 # %% ../nbs/10_distributed.ipynb #ef85ab96
-def _status_mib(field: str) -> float | None:
-    "A memory field of /proc/self/status (VmRSS, VmHWM) in MiB; None where there is none."
-    try:
-        with open('/proc/self/status') as f:
-            return next(int(l.split()[1]) / 1024 for l in f if l.startswith(field + ':'))
-    except (OSError, StopIteration):
-        return None
-
-def _reset_peak() -> float: # the resident memory now, in MiB
-    "Reset the resident-memory high-water mark to the current size (Linux), and return it."
-    try:
-        with open('/proc/self/clear_refs', 'w') as f: f.write('5')
-        return _status_mib('VmRSS')
-    except OSError:  # elsewhere: the high-water mark since start, an upper bound of the base
-        return _peak_mib()
-
-def _peak_mib() -> float:
-    "The resident-memory high-water mark in MiB (getrusage: Linux reports KiB, macOS bytes)."
-    hwm = _status_mib('VmHWM')
-    if hwm is not None: return hwm
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2 ** 20 if sys.platform == 'darwin' else peak / 1024
-
 def grad_cache_benchmark(
     batch_size: int, # sources per step (2 × batch_size images)
     chunk_size: int | None = None, # None: the plain step; else `grad_cache_step` with these chunks
@@ -483,7 +332,7 @@ def grad_cache_benchmark(
     encoder = SmallCNN(3, width, blocks, norm='group')
     model = nn.Sequential(encoder, ProjectionHead(encoder.feature_dim, 128, 64, norm='group'))
     x1, x2 = torch.rand(2, batch_size, 3, image_size, image_size)
-    before = _reset_peak()
+    before = reset_peak()
     seconds = []
     for step in range(steps + 1):
         clock = time.perf_counter()
@@ -496,7 +345,7 @@ def grad_cache_benchmark(
             loss_fn = lambda z1, z2: nt_xent(z1, z2, chunk_size=1024)
             loss = grad_cache_step(model, x1, x2, loss_fn, chunk_size)
         if step: seconds.append(time.perf_counter() - clock)
-    return {'seconds': seconds, 'peak MiB': _peak_mib() - before, 'loss': loss.item()}
+    return {'seconds': seconds, 'peak MiB': peak_mib() - before, 'loss': loss.item()}
 
 # %% ../nbs/10_distributed.ipynb #cacda72e
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ import torch
 
 from test_cli import TINY, cli, env, final_weights
 from test_distributed_training import children
-from contrastive_nb.distributed import free_port
+from contrastive_nb.launch import free_port
 from contrastive_nb.training import latest_checkpoint
 
 @pytest.mark.slow

@@ -14,9 +14,10 @@ from torch import nn
 
 from contrastive_nb.augment import AugmentationPolicy
 from contrastive_nb.distributed import (ANCHORS, GATHERS, all_gather_rows, all_gather_with_grad,
-                                        ddp_gradient_check, enqueue_from_all, free_port, global_nt_xent,
-                                        grad_cache_benchmark, grad_cache_step, launch, run_calls,
-                                        shuffled_across, train_simclr_ddp, world)
+                                        ddp_gradient_check, enqueue_from_all, global_nt_xent,
+                                        grad_cache_benchmark, grad_cache_step, shuffled_across,
+                                        train_simclr_ddp, world)
+from contrastive_nb.launch import free_port, launch, run_calls
 from contrastive_nb.infonce import nt_xent
 from contrastive_nb.models import ProjectionHead, SmallCNN
 from contrastive_nb.moco import MoCoQueue

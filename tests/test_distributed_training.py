@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from contrastive_nb.distributed import free_port, launch
+from contrastive_nb.launch import free_port, launch
 from contrastive_nb.infonce import nt_xent
 from contrastive_nb.methods import Batch
 from contrastive_nb.training import TrainConfig, Trainer, latest_checkpoint, world

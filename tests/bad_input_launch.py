@@ -1,0 +1,16 @@
+"""Bad-input registry of the processes tools page (contrastive_nb.launch): starting processes, and reading memory."""
+from test_bad_input import Case, _mod
+
+CONSTANTS: set[str] = set()
+
+def cases() -> dict:
+    l, d = _mod('launch'), _mod('distributed')
+    return {
+        'free_port': [Case(l.free_port, {}, deterministic=False)],
+        'launch': [Case(l.launch, dict(fn=l.run_calls, world_size=1, args=([],), kwargs=None, timeout=60.0,
+                                       threads=1), fixed=('kwargs',))],
+        'run_calls': [Case(l.run_calls, dict(calls=[(d.world, {})]))],
+        'status_mib': [Case(l.status_mib, dict(field='VmRSS'), deterministic=False)],
+        'reset_peak': [Case(l.reset_peak, {}, deterministic=False)],
+        'peak_mib': [Case(l.peak_mib, {}, deterministic=False)],
+    }
