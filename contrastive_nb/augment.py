@@ -17,7 +17,7 @@ from torch import Tensor
 from torchvision.transforms import v2
 
 from ._checks import (check_generator, check_int, check_number, check_positive_int,
-                                    check_probability, check_range, check_tensor)
+                                    check_probability, check_range, check_tensor, check_bool)
 from .data import as_float_images
 
 # %% auto #0
@@ -307,8 +307,7 @@ def augment_batch(
                                # rows of a checked data set): no pass over them, no device wait
 ) -> Tensor: # (N, 3, size, size) float in [0, 1], on the images' device
     "One random view of every image of a batch, each with its own crop, flip, colour and blur."
-    if not isinstance(check_values, bool):
-        raise TypeError(f"check_values must be True or False, got {check_values!r}")
+    check_bool(check_values, 'check_values')
     images = check_image_batch(images, check_values=check_values)
     if not isinstance(policy, AugmentationPolicy):
         raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
