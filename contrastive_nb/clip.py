@@ -20,7 +20,7 @@ from tqdm import tqdm
 from ._checks import (check_choice, check_generator, check_ids, check_indices,
                                     check_int, check_number, check_positive_int, check_probability,
                                     check_range, check_rng, check_seed, check_temperature,
-                                    check_tensor)
+                                    check_tensor, check_bool, check_frame)
 from .augment import (AugmentationPolicy, augment_batch, check_image_batch,
                                     resized_crop, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
@@ -54,8 +54,7 @@ def factor_classes(
 
 def _require_columns(factors, columns: Sequence[str], why: str) -> None:
     "A DataFrame `factors` holding every one of `columns`; else an error naming the missing ones."
-    if not isinstance(factors, pd.DataFrame):
-        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+    check_frame(factors, 'factors')
     missing = [c for c in columns if c not in factors.columns]
     if missing: raise ValueError(f"factors lacks the columns {missing} that {why} needs")
 
@@ -153,8 +152,7 @@ def caption_ids(
 ) -> Tensor: # (N,) int64: equal ids, captions of the same meaning (whatever their template)
     "An id for what each caption says: the classes of the `detail` factors, as one number."
     detail = _check_detail(detail)
-    if not isinstance(factors, pd.DataFrame):
-        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+    check_frame(factors, 'factors')
     ids = torch.zeros(len(factors), dtype=torch.long)
     for f in detail:
         ids = ids * len(_CLASSES[f]) + factor_labels(factors, f)  # mixed radix: one id per tuple
@@ -392,10 +390,7 @@ def train_clip(
     if not isinstance(model, TinyCLIP):
         raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
     images = check_image_batch(images)
-    if not isinstance(factors, pd.DataFrame):
-        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
-    if len(factors) != len(images):
-        raise ValueError(f"factors has {len(factors)} rows for {len(images)} images")
+    check_frame(factors, 'factors', rows=len(images))
     detail, templates = _check_detail(detail), _check_templates(templates)
     views = _check_views(views)
     if views == 'crop': _require_columns(factors, _CROP_COLUMNS, "views='crop'")  # up front
@@ -407,8 +402,7 @@ def train_clip(
         raise ValueError(f"images ({len(images)}) must hold at least one batch ({batch_size})")
     lr = check_number(lr, 'lr', low=0.0, low_open=True)
     weight_decay = check_number(weight_decay, 'weight_decay', low=0.0)
-    if not isinstance(mask_duplicates, bool):
-        raise TypeError(f"mask_duplicates must be True or False, got {mask_duplicates!r}")
+    check_bool(mask_duplicates, 'mask_duplicates')
     seed = check_seed(seed)
     generator, rng = torch.Generator().manual_seed(seed), np.random.default_rng(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
