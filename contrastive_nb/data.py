@@ -22,7 +22,8 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from ._checks import (check_choice, check_indices, check_int, check_number,
-                                    check_positive_int, check_tensor, check_seed)
+                                    check_positive_int, check_tensor, check_seed, check_bool,
+                                    check_frame, check_path)
 
 # %% auto #0
 __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'as_float_images', 'ImageDataset',
@@ -113,10 +114,7 @@ class ImageDataset(Dataset):
             raise TypeError(f"classes must be a sequence of names, got {type(classes).__name__}")
         labels = _check_labels(labels, len(images), len(classes))
         if factors is not None:
-            if not isinstance(factors, pd.DataFrame):
-                raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
-            if len(factors) != len(images):
-                raise ValueError(f"factors has {len(factors)} rows for {len(images)} images")
+            check_frame(factors, 'factors', rows=len(images))
         if masks is not None:
             check_tensor(masks, 'masks', ndim=3, dtype='float')
             if masks.shape != (len(images), *images.shape[2:]):
@@ -230,8 +228,7 @@ def _coverage(shape: Tensor, x: Tensor, y: Tensor, scale: Tensor, rotation: Tens
 
 def _check_factors(factors) -> None:
     "A table with the columns of `_FACTOR_COLUMNS`, known names and finite numbers."
-    if not isinstance(factors, pd.DataFrame):
-        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+    check_frame(factors, 'factors')
     read = factors.columns[factors.columns.isin(_FACTOR_COLUMNS + ('shape', 'colour'))]
     if read.duplicated().any():  # factors['x'] would be a table, not a column
         raise ValueError(f"factors has duplicate columns {sorted(set(read[read.duplicated()]))}; "
@@ -443,8 +440,7 @@ def check_tickets(
     name: str = 'df', # its name, for the messages
 ) -> None:
     "A DataFrame with the columns of `TICKET_COLUMNS`, each problem in one intent."
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    check_frame(df, name)
     missing = [c for c in TICKET_COLUMNS if c not in df.columns]
     if missing: raise ValueError(f"{name} lacks the columns {missing}; expected {TICKET_COLUMNS}")
     if (df.groupby('problem_id').intent.nunique() > 1).any():
@@ -454,9 +450,7 @@ def load_tickets(
     path: str | Path | None = None, # a CSV with the `TICKET_COLUMNS`; default: the bundled one
 ) -> pd.DataFrame: # one row per message
     "Load support tickets: `ticket_id`, `problem_id` (paraphrase group), `intent` and `text`."
-    if path is not None and not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
-    path = tickets_path() if path is None else Path(path)
+    path = tickets_path() if path is None else check_path(path, 'path')
     try: df = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as e:
         what = ('it is empty' if isinstance(e, pd.errors.EmptyDataError) else
@@ -497,15 +491,11 @@ def default_data_root() -> Path:
 def _root(root) -> Path:
     "`root` as a Path (default: `default_data_root()`), or a TypeError naming it."
     if root is None: return default_data_root()
-    if not isinstance(root, (str, os.PathLike)):
-        raise TypeError(f"root must be a str or a Path, got {type(root).__name__}")
-    return Path(root)
+    return check_path(root, 'root')
 
 def _flag(value, name: str) -> bool:
     "A real bool: 'no' or 0.5 would otherwise pass as True (load the training set, download)."
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
-    return bool(value)
+    return check_bool(bool(value) if isinstance(value, np.bool_) else value, name)
 
 def _fetch_or_explain(name: str, folder: Path, download: bool, fetch, url: str) -> None:
     "Make sure `folder` exists: download it through torchvision if allowed, else explain how."
