@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import (check_indices, check_number, check_positive_int, check_seed,
-                                    check_temperature, check_tensor)
+                                    check_temperature, check_tensor, check_bool, check_module)
 from .similarity import l2_normalize
 
 # %% auto #0
@@ -58,8 +58,7 @@ def embed(
     device: torch.device | str | None = None, # default: the model's
 ) -> Tensor: # (N, D) float32 features on the CPU; feature maps are flattened
     "The model's features for every input, in eval mode and without gradients; modes are restored."
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_module(model, 'model')
     check_tensor(images, 'images', nonempty=True)
     if images.ndim < 2:
         raise ValueError(f"images must be a batch (N, ...) of inputs, got {tuple(images.shape)}")
@@ -114,9 +113,6 @@ def _normalized_rows(x: Tensor, name: str) -> Tensor:
     try: return l2_normalize(x)
     except ValueError as e: raise ValueError(f"{name}: {e}") from None
 
-def _flag(value, name: str) -> bool:
-    if not isinstance(value, bool): raise TypeError(f"{name} must be True or False, got {value!r}")
-    return value
 
 # %% ../nbs/evaluate.ipynb #efa9b071
 def knn_predict(
@@ -141,7 +137,7 @@ def knn_predict(
     k = check_positive_int(k, 'k')
     chunk_size = check_positive_int(chunk_size, 'chunk_size')
     temperature = float(check_temperature(temperature))
-    exclude_self = _flag(exclude_self, 'exclude_self')
+    exclude_self = check_bool(exclude_self, 'exclude_self')
     largest = int(train_labels.max())
     if num_classes is None: num_classes = largest + 1
     num_classes = check_positive_int(num_classes, 'num_classes')
