@@ -15,9 +15,9 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ._checks import (
-    check_choice, check_generator, check_indices, check_int, check_number, check_positive_int,
-    check_probability, check_temperature, check_tensor, check_seed)
+from ._checks import (check_choice, check_generator, check_indices, check_int,
+                                    check_number, check_positive_int, check_probability,
+                                    check_temperature, check_tensor, check_seed, check_bool)
 from .evaluate import embed
 from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
@@ -90,8 +90,7 @@ def negative_indices(
     k = _check_k(k, size - 1, f"a query's own row is never its negative, so a bank of {size} "
                               f"rows has at most size - 1 = {size - 1} negatives per query")
     check_generator(generator)
-    if not isinstance(replacement, bool):
-        raise TypeError(f"replacement must be True or False, got {replacement!r}")
+    check_bool(replacement, 'replacement')
     n = len(indices)
     device = generator.device if generator is not None else indices.device
     if replacement:  # cost O(N·k): fine for banks of millions of rows
