@@ -18,8 +18,8 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import (check_choice, check_generator, check_module, check_positive_int,
-                                    check_probability, check_seed, check_temperature,
-                                    check_tensor)
+                                    check_probability, check_seed, check_temperature, check_tensor,
+                                    check_bool)
 from .augment import AugmentationPolicy
 from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
@@ -127,9 +127,8 @@ def momentum_update(
     buffers: str = 'ema', # floating-point buffers: 'ema' like the weights, 'copy', or 'keep'
 ) -> None:
     "target ← m · target + (1 − m) · online for parameters and (by default) float buffers."
-    for name, module in (('online', online), ('target', target)):
-        if not isinstance(module, nn.Module):
-            raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+    check_module(online, 'online')
+    check_module(target, 'target')
     m = check_probability(m, 'm')
     check_choice(buffers, 'buffers', BUFFER_POLICIES)
     parameters = _paired(dict(online.named_parameters()), dict(target.named_parameters()),
@@ -150,8 +149,7 @@ def batch_statistics_only(
     module: nn.Module, # a network; its BatchNorm layers are affected
 ) -> Iterator[None]:
     "Inside, BatchNorm layers in training mode use batch statistics and keep running averages."
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    check_module(module, 'module')
     layers = [layer for layer in module.modules()
               if isinstance(layer, nn.modules.batchnorm._BatchNorm) and layer.track_running_stats]
     for layer in layers: layer.track_running_stats = False
@@ -212,11 +210,9 @@ class MoCo(ContrastiveMethod):
                  seed: int = 0, # seeds the queue's starting vectors
                 ):
         super().__init__()
-        for name, module in (('encoder', encoder), ('head', head)):
-            if not isinstance(module, nn.Module):
-                raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
-        if not isinstance(symmetric, bool):
-            raise TypeError(f"symmetric must be True or False, got {symmetric!r}")
+        check_module(encoder, 'encoder')
+        check_module(head, 'head')
+        check_bool(symmetric, 'symmetric')
         self.m = check_probability(m, 'm')
         self.temperature = float(check_temperature(temperature))
         self.symmetric = symmetric
@@ -285,8 +281,7 @@ class MoCoOptions(MethodOptions):
     bn_splits: int = 1 # shuffle-BN sub-batches
 
     def __post_init__(self):
-        if not isinstance(self.symmetric, bool):
-            raise TypeError(f"symmetric must be True or False, got {self.symmetric!r}")
+        check_bool(self.symmetric, 'symmetric')
         self._store(temperature=float(check_temperature(self.temperature)),
                     queue_size=check_positive_int(self.queue_size, 'queue_size'),
                     momentum=check_probability(self.momentum, 'momentum'),
