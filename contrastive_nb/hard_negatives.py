@@ -14,8 +14,8 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import (check_bool, check_choice, check_generator, check_indices,
-                                    check_int, check_number, check_positive_int,
-                                    check_probability, check_temperature, check_tensor)
+                                    check_int, check_number, check_positive_int, check_probability,
+                                    check_temperature, check_tensor, check_module)
 from .infonce import (check_two_views, info_nce_inputs, nt_xent_inputs, reduce_loss,
                                     floor_at_zero, info_nce)
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
@@ -312,9 +312,8 @@ class CrossBatchMemory(nn.Module):
                  seed: int = 0, # seeds the memory's starting vectors
                 ):
         super().__init__()
-        for name, module in (('encoder', encoder), ('head', head)):
-            if not isinstance(module, nn.Module):
-                raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+        check_module(encoder, 'encoder')
+        check_module(head, 'head')
         self.encoder, self.head = encoder, head
         self.memory = MoCoQueue(check_positive_int(memory_size, 'memory_size'), output_dim(head),
                                 seed)
