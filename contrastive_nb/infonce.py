@@ -18,7 +18,7 @@ from torch.autograd.function import once_differentiable
 from tqdm import tqdm
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_seed, check_temperature, check_tensor)
+                                    check_seed, check_temperature, check_tensor, check_module)
 from .augment import AugmentationPolicy, augment_batch
 from .methods import (Batch, ContrastiveMethod, MethodOptions, TwoViewMethod,
                                     register_method)
@@ -418,9 +418,8 @@ def train_simclr(
     **options, # passed on to `train_method`: lr, weight_decay, seed, progress, desc
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Train `encoder` and `head` with NT-Xent on two augmented views of each image."
-    for name, module in (('encoder', encoder), ('head', head)):
-        if not isinstance(module, nn.Module):
-            raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+    check_module(encoder, 'encoder')
+    check_module(head, 'head')
     check_tensor(images, 'images', ndim=4)
     if len(images) < 2:
         raise ValueError(f"images must hold at least 2 images to form negatives, got {len(images)}")
