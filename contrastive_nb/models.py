@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 from torchvision.models import resnet18
 
-from ._checks import check_choice, check_positive_int, check_tensor
+from ._checks import check_choice, check_positive_int, check_tensor, check_module
 
 # %% auto #0
 __all__ = ['NORMS', 'conv_stage', 'SmallCNN', 'ProjectionHead', 'resnet18_small', 'values_unchecked']
@@ -181,8 +181,7 @@ class values_unchecked:
     def __init__(self,
                  module: nn.Module, # a network, or a module holding several (a training method)
                 ):
-        if not isinstance(module, nn.Module):
-            raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+        check_module(module, 'module')
         self.module, self._switched = module, []
 
     def __enter__(self) -> nn.Module: # the module
