@@ -18,7 +18,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from ._checks import (check_ids, check_int, check_number, check_positive_int,
-                                    check_probability, check_rng, check_tensor)
+                                    check_probability, check_rng, check_tensor, check_frame)
 
 # %% auto #0
 __all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'check_synonyms', 'delete_words',
@@ -237,8 +237,7 @@ def shape_captions(
     factors: pd.DataFrame, # Shapes factors with colour_name, shape_name, x and y
 ) -> list[str]: # one caption per row, e.g. 'a red circle in the upper left'
     "A caption for each Shapes image, from its colour, shape and position."
-    if not isinstance(factors, pd.DataFrame):
-        raise TypeError(f"factors must be a pandas DataFrame, got {type(factors).__name__}")
+    check_frame(factors, 'factors')
     missing = [c for c in ('colour_name', 'shape_name', 'x', 'y') if c not in factors.columns]
     if missing: raise ValueError(f"factors lacks the columns {missing}")
     rows = zip(factors.colour_name, factors.shape_name, factors.x, factors.y)
