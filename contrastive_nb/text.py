@@ -8,7 +8,6 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/text_retrieval.html.md"""
 from __future__ import annotations
 
 import math
-import os
 import re
 import unicodedata
 import zlib
@@ -22,7 +21,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from ._checks import (check_bool, check_choice, check_int, check_number,
-                                    check_positive_int, check_seed)
+                                    check_positive_int, check_seed, check_path)
 from ._checks import (check_ids, check_indices, check_probability, check_tensor,
                                     zip_damage)
 from .data import check_tickets
@@ -408,8 +407,7 @@ def mine_hard_negatives(
     "For each text, the k most similar other texts of a different label: its hardest negatives."
     z = unit_rows(embeddings, 'embeddings')
     labels = _check_labels(labels, len(z), 'labels').to(z.device)
-    if not isinstance(check_labels, bool):
-        raise TypeError(f"check_labels must be True or False, got {type(check_labels).__name__}")
+    check_bool(check_labels, 'check_labels')
     itself = torch.eye(len(z), dtype=torch.bool, device=z.device)
     negative = ~itself & (labels[:, None] != labels[None, :] if check_labels else True)
     if not negative.any(1).all():
@@ -512,9 +510,8 @@ def _read_search(
     path: str | Path, # a file written by `TicketSearch.save`
 ) -> dict: # its contents: format, version, config, state, texts
     "Read a saved search safely (no pickled code); any fault is a CheckpointError naming the file."
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
-    if str(path) in ('', '.'): raise ValueError(f"path must name a file, got {str(path)!r}")
+    check_path(path, 'path')
+    if str(path) == '.': raise ValueError(f"path must name a file, got {str(path)!r}")
     path = Path(path)
     if not path.is_file():
         what = 'is a folder' if path.is_dir() else 'does not exist'
