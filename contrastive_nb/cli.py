@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from torch import distributed as dist
 
+from ._checks import check_path
 from .augment import AugmentationPolicy
 from .data import DatasetNotFoundError
 from .methods import method_names, method_spec
@@ -108,9 +109,7 @@ def read_config_file(
     path: str | Path, # a .toml or .json file of settings
 ) -> dict: # the settings it holds
     "Settings from a TOML file (tomllib on Python ≥ 3.11, else tomli) or a JSON file."
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
-    path = Path(path)
+    path = check_path(path, 'path')
     if not path.is_file(): raise FileNotFoundError(f"config file {path} does not exist")
     try: text = path.read_text(encoding='utf-8')  # TOML is UTF-8 by its specification
     except UnicodeDecodeError as e:  # a binary file (a checkpoint, an image) given by mistake

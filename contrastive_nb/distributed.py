@@ -16,8 +16,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_tensor, check_seed, check_temperature)
+from ._checks import (check_bool, check_choice, check_int, check_number,
+                                    check_positive_int, check_tensor, check_seed, check_temperature)
 from .augment import AugmentationPolicy, augment_batch
 from .launch import peak_mib, reset_peak
 from .infonce import nt_xent_inputs, row_logsumexp, floor_at_zero, nt_xent
@@ -220,9 +220,7 @@ def _check_grad_cache(encoder, x1, x2, loss_fn, chunk_size, approximate_batchnor
     if len(x1) != len(x2):
         raise ValueError(f"x1 ({len(x1)} rows) and x2 ({len(x2)} rows) must hold the same sources")
     chunk_size = check_positive_int(chunk_size, 'chunk_size')
-    if not isinstance(approximate_batchnorm, bool):
-        raise TypeError("approximate_batchnorm must be True or False, "
-                        f"got {approximate_batchnorm!r}")
+    check_bool(approximate_batchnorm, 'approximate_batchnorm')
     norms = _batchnorms_in_training(encoder)
     if norms and not approximate_batchnorm:
         raise ValueError(f"encoder has {len(norms)} BatchNorm layer(s) in training mode: "

@@ -12,7 +12,6 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
-import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_choice, check_int, check_positive_int, check_seed
+from ._checks import check_choice, check_module, check_positive_int, check_seed
 
 # %% auto #0
 __all__ = ['METHODS', 'BUILTIN_METHODS', 'Monitor', 'Batch', 'MethodOptions', 'settings_from_dict', 'MethodSetup',
@@ -149,10 +148,7 @@ class TwoViewMethod(ContrastiveMethod):
                  setup: MethodSetup | None = None, # what the run is (unused by most methods)
                 ):
         super().__init__()
-        for name, module in (('encoder', encoder), ('head', head)):
-            if not isinstance(module, nn.Module):
-                raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
-        self.encoder, self.head = encoder, head
+        self.encoder, self.head = check_module(encoder, 'encoder'), check_module(head, 'head')
         self.options = check_options(self.Options() if options is None else options,
                                      self.Options)
         self.setup = setup

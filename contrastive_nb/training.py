@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from torch import distributed as dist
 from tqdm import tqdm
 
-from ._checks import (check_bool, check_choice, check_int, check_number,
+from ._checks import (check_bool, check_choice, check_int, check_number, check_path,
                                     check_positive_int, check_seed, zip_damage)
 from .augment import AugmentationPolicy, augment_batch
 from .data import ImageDataset, load_cifar10, load_digits, load_stl10, make_shapes
@@ -348,9 +348,7 @@ def save_checkpoint(
     "Write `state` to a temporary file in the same folder, flush, fsync, then rename over `path`."
     if not isinstance(state, dict):
         raise TypeError(f"state must be a dict, got {type(state).__name__}")
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
-    path = Path(path)
+    path = check_path(path, 'path')
     if not path.name or path.is_dir():
         raise ValueError(f"path must name a file, got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -379,9 +377,7 @@ def load_checkpoint(
     path: str | Path, # a file written by `save_checkpoint`
 ) -> dict: # the state, read with torch.load(weights_only=True)
     "Read a checkpoint safely (no pickled code); a damaged file raises a CheckpointError naming it."
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or a Path, got {type(path).__name__}")
-    path = Path(path)
+    path = check_path(path, 'path')
     if not path.is_file(): raise CheckpointError(f"checkpoint {path} does not exist")
     _verify(path)
     try: state = torch.load(path, map_location='cpu', weights_only=True)
@@ -413,10 +409,8 @@ def load_latest_checkpoint(
     purpose: str = 'resume', # 'resume' or 'evaluate': what the checkpoint is read for (messages)
 ) -> tuple[Path, dict]: # the newest checkpoint and its state
     "A run's newest checkpoint, read; if it is damaged, the error names the newest that verifies."
-    if not isinstance(run_dir, (str, os.PathLike)):
-        raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
+    run_dir = check_path(run_dir, 'run_dir')
     check_choice(purpose, 'purpose', ('resume', 'evaluate'))
-    run_dir = Path(run_dir)
     found = _checkpoints(run_dir)
     if not found:
         raise CheckpointError(f"run_dir {str(run_dir)!r} holds no checkpoint to {purpose}")
@@ -577,10 +571,8 @@ def check_run_dir(
     new: bool = False, # True: a new run starts there, so it must hold no other run
 ) -> Path: # the folder as a Path
     "A run folder this process may write (and, for a new run, holding no other); else one error."
-    if not isinstance(run_dir, (str, os.PathLike)):
-        raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
-    if not isinstance(new, bool): raise TypeError(f"new must be True or False, got {new!r}")
-    run_dir = Path(run_dir)
+    run_dir = check_path(run_dir, 'run_dir')
+    check_bool(new, 'new')
     _check_output_folder(run_dir)
     if new: _check_same_run(run_dir, None)
     return run_dir
@@ -958,9 +950,8 @@ def latest_checkpoint(
     run_dir: str | Path, # a run folder written by `Trainer.fit`
 ) -> Path | None: # the newest checkpoint file, or None if there is none
     "The newest checkpoint of a run."
-    if not isinstance(run_dir, (str, os.PathLike)):
-        raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
-    found = _checkpoints(Path(run_dir))
+    run_dir = check_path(run_dir, 'run_dir')
+    found = _checkpoints(run_dir)
     return found[-1] if found else None
 
 def train(
@@ -996,9 +987,7 @@ def resume(
     epochs: int | None = None, # a finished run: its new length, in more epochs than it has
 ) -> Trainer: # the finished run
     "Continue a run from its newest checkpoint, with its saved settings, to the end (or extend it)."
-    if not isinstance(run_dir, (str, os.PathLike)):
-        raise TypeError(f"run_dir must be a str or a Path, got {type(run_dir).__name__}")
-    run_dir = Path(run_dir)
+    run_dir = check_path(run_dir, 'run_dir')
     _check_output_folder(run_dir)
     path, state = load_latest_checkpoint(run_dir, 'resume')
     values, saved = state['config'], _saved_settings(run_dir)
