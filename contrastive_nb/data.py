@@ -53,7 +53,7 @@ def as_float_images(
     _check_unit_range(images, 'images', '; divide float pixels in [0, 255] by 255')
     return images.float()
 
-# %% ../nbs/00_data.ipynb #11d02889
+# %% ../nbs/00_data.ipynb #72f16feb
 def _check_labels(labels, n: int, n_classes: int) -> Tensor:
     "(n,) int64 labels in [-1, n_classes), or an error that names the argument."
     if not isinstance(labels, Tensor): labels = torch.as_tensor(np.asarray(labels))
@@ -74,6 +74,7 @@ def _check_images(images: Tensor) -> None:
         raise TypeError(f"images must be float in [0, 1] or uint8, got {images.dtype}")
     if images.is_floating_point(): _check_unit_range(images, 'float images')
 
+# %% ../nbs/00_data.ipynb #aeec2260
 def _index_tensor(index, n: int) -> Tensor:
     "`subset`'s `index` as a tensor: a slice becomes its rows, an array or a list is read as is."
     if isinstance(index, Tensor): return index
@@ -99,6 +100,7 @@ def _index_tensor(index, n: int) -> Tensor:
                         f"got an array of {values.dtype}")
     return torch.as_tensor(values if values.flags.writeable else values.copy())  # no warning
 
+# %% ../nbs/00_data.ipynb #fb3eefde
 class ImageDataset(Dataset):
     "Images with labels, class names and optional factors; `ds[i]` is `(float image, label)`."
     def __init__(self,
@@ -207,7 +209,7 @@ def inside_shape(
                          f"got {tuple(u.shape)} and {tuple(v.shape)}")
     return _inside_shape(name, u, v)
 
-# %% ../nbs/00_data.ipynb #fed683b6
+# %% ../nbs/00_data.ipynb #733875f3
 _FACTOR_COLUMNS = ('shape_name', 'colour_name', 'x', 'y', 'scale', 'rotation', 'background')
 
 def _coverage(shape: Tensor, x: Tensor, y: Tensor, scale: Tensor, rotation: Tensor,
@@ -226,6 +228,7 @@ def _coverage(shape: Tensor, x: Tensor, y: Tensor, scale: Tensor, rotation: Tens
         if len(rows): hit[rows] = _inside_shape(name, u[rows], v[rows])
     return F.avg_pool2d(hit.float()[:, None], supersample)[:, 0]
 
+# %% ../nbs/00_data.ipynb #fac2569b
 def _check_factors(factors) -> None:
     "A table with the columns of `_FACTOR_COLUMNS`, known names and finite numbers."
     check_frame(factors, 'factors')
@@ -254,6 +257,7 @@ def _check_factors(factors) -> None:
         raise ValueError(f"factors column 'background' is a grey level in [0, 1], "
                          f"got values in [{low:.3g}, {high:.3g}]")
 
+# %% ../nbs/00_data.ipynb #bda64336
 def render_shapes(
     factors: pd.DataFrame, # shape_name, colour_name, x, y, scale, rotation, background
     size: int = 32, # height and width in pixels
