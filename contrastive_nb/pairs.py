@@ -125,7 +125,7 @@ def check_synonyms(
             if not o.strip(): raise ValueError(f"{name}[{word!r}] holds an empty replacement")
     return synonyms
 
-# %% ../nbs/01_pairs.ipynb #3e916770
+# %% ../nbs/01_pairs.ipynb #29ff4726
 _WORD = re.compile(r"^(\W*)(.*?)(\W*)$")
 
 def _check_text_args(text: str, p: float, name: str) -> float:
@@ -147,6 +147,7 @@ def delete_words(
     if not keep.any(): keep[rng.integers(len(words))] = True
     return ' '.join(w for w, k in zip(words, keep) if k)
 
+# %% ../nbs/01_pairs.ipynb #4ccd6197
 def replace_synonyms(
     text: str, # the text to rewrite
     p: float = 0.5, # probability of replacing each word that has synonyms
@@ -169,6 +170,7 @@ def replace_synonyms(
         out.append(lead + core + trail)
     return ' '.join(out)
 
+# %% ../nbs/01_pairs.ipynb #d0d953ae
 def mask_span(
     text: str, # the text to rewrite
     fraction: float = 0.15, # share of the words to hide (at least one word)
