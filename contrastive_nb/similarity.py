@@ -136,7 +136,7 @@ def similarity_matrix(
     dtype = torch.promote_types(ua.dtype, ub.dtype)  # matmul, unlike *, does not promote by itself
     return (ua.to(dtype) @ ub.to(dtype).mT).clamp(-1, 1)
 
-# %% ../nbs/02_similarity.ipynb #b9f72da0
+# %% ../nbs/02_similarity.ipynb #3e6c3483
 def _pairs(x: Tensor, y: Tensor) -> None:
     "Two (N, D) batches whose row i form the i-th positive pair."
     _batch(x, 'x')
@@ -148,7 +148,6 @@ def _pairs(x: Tensor, y: Tensor) -> None:
         )
     if len(x) == 0:
         raise ValueError("alignment needs at least one pair, got empty batches")
-
 
 def _finite(result: Tensor, name: str, value: float, recompute) -> Tensor:
     "`result`, or a ValueError when it does not fit its dtype (a huge alpha or t)."
@@ -171,14 +170,13 @@ def _finite(result: Tensor, name: str, value: float, recompute) -> Tensor:
         f"use a smaller {name}{fix}"
     )
 
-
+# %% ../nbs/02_similarity.ipynb #a1955e97
 def _alignment(x: Tensor, y: Tensor, alpha: float) -> Tensor:
     "The mean of ‖x̂ᵢ − ŷᵢ‖₂^α; no checks."
     dist = torch.linalg.vector_norm(_unit(x, 'x') - _unit(y, 'y'), dim=-1)
     # ‖·‖^α has no derivative at 0 when α < 1: aligned pairs get a zero gradient, not NaN.
     aligned = dist == 0
     return torch.where(aligned, 0.0, torch.where(aligned, 1.0, dist).pow(alpha)).mean()
-
 
 def alignment(
     x: Tensor,  # (N, D) embeddings of the first element of each positive pair
@@ -195,7 +193,7 @@ def alignment(
         lambda dtype: _alignment(x.to(dtype), y.to(dtype), alpha),
     )
 
-
+# %% ../nbs/02_similarity.ipynb #09442794
 def uniformity(
     x: Tensor,  # (N, D) embeddings, N >= 2
     t: float = 2.0,  # the scale t > 0 in exp(−t‖·‖²)
@@ -205,7 +203,6 @@ def uniformity(
         raise ValueError(f"x must hold at least two embeddings to form a pair, got {len(x)}")
     t = check_number(t, 't', low=0.0, low_open=True)
     return _finite(_uniformity(x, t), 't', t, lambda dtype: _uniformity(x.to(dtype), t))
-
 
 def _uniformity(x: Tensor, t: float) -> Tensor:
     "log mean exp(−t‖x̂ᵢ − x̂ⱼ‖₂²) over distinct pairs, in x's dtype; no checks."
