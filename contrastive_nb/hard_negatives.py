@@ -53,7 +53,7 @@ def _check_count(k, negative_mask: Tensor, name: str = 'k') -> int:
                          f"{name} must be at most {fewest}")
     return k
 
-# %% ../nbs/07_hard_negatives.ipynb #bee170bf
+# %% ../nbs/07_hard_negatives.ipynb #2a005d73
 def top_k_negatives(
     similarities: Tensor, # (N, M) similarity of anchor i (row) to candidate j (column)
     negative_mask: Tensor, # (N, M) bool: True where candidate j is a negative of anchor i
@@ -85,6 +85,7 @@ def semi_hard_negatives(
     s, s_pos = similarities.detach(), positive_similarity.detach().to(similarities)[:, None]
     return negative_mask & (s < s_pos) & (s > s_pos - margin)
 
+# %% ../nbs/07_hard_negatives.ipynb #faecc432
 def random_negatives(
     negative_mask: Tensor, # (N, M) bool: True where candidate j is a negative of anchor i
     k: int, # negatives per anchor, 1 <= k <= the fewest negatives of any anchor
