@@ -361,7 +361,7 @@ def crop_views(
         scale=radius / np.sqrt((x1 - x0) * (y1 - y0)))  # a zoom in makes the object larger
     return views.clamp_(0, 1), moved
 
-# %% ../nbs/12_clip.ipynb #a3d0b02a
+# %% ../nbs/12_clip.ipynb #5756d588
 VIEWS = ('none', 'crop')
 
 def _check_views(views):
@@ -371,6 +371,7 @@ def _check_views(views):
                         f"got {type(views).__name__}")
     return check_choice(views, 'views', VIEWS)
 
+# %% ../nbs/12_clip.ipynb #9bcf4f67
 def train_clip(
     model: TinyCLIP, # the two towers and the learnable τ
     images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
