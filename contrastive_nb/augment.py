@@ -117,7 +117,7 @@ def sample_crop_boxes(
     y0 = torch.where(found, torch.rand(n, generator=generator) * (1 - h), (1 - h) / 2)
     return torch.stack([x0, y0, x0 + w, y0 + h], 1)
 
-# %% ../nbs/augment.ipynb #8332180d
+# %% ../nbs/augment.ipynb #1f54334e
 def check_image_batch(
     images, # the argument to check
     name: str = 'images', # its name, for the message
@@ -149,6 +149,7 @@ def check_image_batch(
                          "augment first, normalise after")
     return images
 
+# %% ../nbs/augment.ipynb #17f0484e
 def _check_boxes(boxes, n: int) -> Tensor:
     "(n, 4) finite float boxes with x0 < x1 and y0 < y1."
     check_tensor(boxes, 'boxes', ndim=2, finite=True)
@@ -190,7 +191,7 @@ def resized_crop(
             raise ValueError(f"flip must have one entry per image ({len(images)}), got {len(flip)}")
     return _resized_crop(images, boxes, size, flip)
 
-# %% ../nbs/augment.ipynb #1fcdbc63
+# %% ../nbs/augment.ipynb #04751b0a
 _LUMA = (0.2989, 0.587, 0.114)  # ITU-R 601 weights, as torchvision's grayscale uses
 
 def _luma(images: Tensor) -> Tensor:
@@ -205,6 +206,7 @@ def grayscale(
     images = check_image_batch(images, unit=False)
     return _luma(images).expand_as(images)
 
+# %% ../nbs/augment.ipynb #20c2efa4
 def _shift_hue(images: Tensor, shift: Tensor) -> Tensor:
     "torchvision's `adjust_hue` on a batch, one `shift` per image (N, 1, 1, 1), without HSV images."
     value = images.amax(-3, keepdim=True)
@@ -221,6 +223,7 @@ def _shift_hue(images: Tensor, shift: Tensor) -> Tensor:
     k = k - 6 * torch.floor(k / 6)
     return value - chroma * torch.minimum(k, 4 - k).clamp_(0, 1)
 
+# %% ../nbs/augment.ipynb #41b48e2b
 def _adjust_colour(images: Tensor, brightness: Tensor, contrast: Tensor, saturation: Tensor,
                    hue: Tensor) -> Tensor:
     "The four adjustments, in place: `images` must be a float batch the caller owns."
