@@ -22,7 +22,7 @@ from .similarity import l2_normalize
 __all__ = ['embed', 'knn_predict', 'knn_accuracy', 'linear_probe', 'first_relevant_rank', 'rank_of_positive', 'ranking_metrics',
            'retrieval_metrics']
 
-# %% ../nbs/evaluate.ipynb #77376548
+# %% ../nbs/evaluate.ipynb #f9ab4aa0
 def _device(device, default: torch.device) -> torch.device:
     "`device` as a torch.device (default when None), or a clear error."
     if device is None: return default
@@ -51,6 +51,7 @@ def _as_model_input(batch: Tensor, dtype: torch.dtype) -> Tensor:
     if batch.dtype == torch.uint8: return batch.to(dtype).div_(255)
     return batch.to(dtype)
 
+# %% ../nbs/evaluate.ipynb #a73a6b53
 def embed(
     model: nn.Module, # maps a batch of inputs to a batch of features
     images: Tensor, # (N, ...) floating-point inputs or uint8 pixels (scaled to [0, 1])
@@ -188,10 +189,9 @@ def knn_accuracy(
                             num_classes, exclude_self, chunk_size)
     return (predicted == query_labels.to(predicted.device)).double().mean().item()
 
-# %% ../nbs/evaluate.ipynb #f541c931
+# %% ../nbs/evaluate.ipynb #a684c46f
 _RESCALE = ("divide both by one common scale first (the probe standardises its features, so that "
             "changes nothing else)")
-
 def _probe_input(x: Tensor, name: str) -> Tensor:
     "`x` detached in float32, the probe's dtype; float64 values beyond float32's range raise."
     if x.dtype == torch.float64:  # float16, bfloat16 and float32 values always fit
@@ -214,6 +214,7 @@ def _standardise(x: Tensor, x_test: Tensor) -> tuple[Tensor, Tensor]:
                          "training mean for float32: are they features of the same model?")
     return x, x_test
 
+# %% ../nbs/evaluate.ipynb #cca6088d
 def linear_probe(
     train_features: Tensor, # (N, D) frozen features to fit on
     train_labels: Tensor, # (N,) their integer classes
