@@ -40,7 +40,7 @@ def conv_stage(
     conv = nn.Conv2d(c_in, c_out, 3, padding=1, bias=norm == 'none')
     return nn.Sequential(conv, _norm_layer(norm, c_out), nn.ReLU(inplace=True))
 
-# %% ../nbs/models.ipynb #7c5b07c7
+# %% ../nbs/models.ipynb #867f68c6
 def _check_images(
     x, # the input of an encoder's forward pass
     in_channels: int, # the channels it was built for
@@ -77,6 +77,7 @@ def _cast(x: Tensor, name: str, dtype: torch.dtype, check_values: bool = True) -
                          f"inputs, or convert the model with .to({name}.dtype)")
     return out
 
+# %% ../nbs/models.ipynb #a1fb16ee
 class SmallCNN(nn.Module):
     "A small image encoder: conv3×3–norm–ReLU stages, 2×2 max-pools between them, average pool."
     def __init__(self,
