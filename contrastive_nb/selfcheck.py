@@ -18,7 +18,7 @@ from ._checks import check_number, check_positive_int
 # %% auto #0
 __all__ = ['describe', 'compare', 'check']
 
-# %% ../nbs/selfcheck.ipynb #5c0667bd
+# %% ../nbs/selfcheck.ipynb #951fef8c
 def _describe_one(a: Any) -> str:
     "Shape and dtype of an array, the size of a table, or a short repr of anything else."
     if isinstance(a, (torch.Tensor, np.ndarray)):
@@ -38,6 +38,7 @@ def _copy(a: Any) -> Any:
     if isinstance(a, torch.Tensor): return a.detach().clone()
     return a.copy() if hasattr(a, 'copy') else a
 
+# %% ../nbs/selfcheck.ipynb #d8c270d8
 def _as_float64(x: Any) -> torch.Tensor:
     "A float64 CPU tensor of `x`'s values (TypeError or ValueError when `x` holds no real numbers)."
     if isinstance(x, torch.Tensor):
