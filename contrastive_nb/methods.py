@@ -307,4 +307,4 @@ def method_spec(
                      f"in a file of your own, got {name!r}")
 
 # %% ../nbs/methods.ipynb #15a55056
-Monitor = Callable[..., dict]  # monitor(trainer) -> {name: number}, called after each epoch
+Monitor = Callable[..., float]  # monitor(trainer) -> a number, called after each epoch

@@ -782,3 +782,28 @@ def test_an_extension_interrupted_mid_segment_resumes_bit_identically(tmp_path, 
     assert same_weights(weights(resumed.method), weights(whole.method))
     assert losses(resumed) == losses(whole)
     assert [r[3] for r in resumed.history] == [r[3] for r in whole.history] and resumed.monitor == whole.monitor
+
+# --- monitors -------------------------------------------------------------------------------------------------------
+
+def test_monitors_are_recorded_each_epoch_in_metrics_checkpoints_and_the_report(tmp_path):
+    import csv
+    seen = []
+    def spread(trainer) -> float:
+        seen.append(trainer.step)
+        return float(trainer.step) / 10
+    trainer = Trainer(tiny(epochs=3, knn_every=1), tmp_path / 'run', monitors={'spread': spread})
+    report = trainer.fit()
+    per_epoch = trainer.steps_per_epoch
+    assert seen == [per_epoch, 2 * per_epoch, 3 * per_epoch]  # once at the end of each epoch
+    assert report['monitors'] == {'spread': 3 * per_epoch / 10}
+    rows = list(csv.DictReader(open(tmp_path / 'run' / 'metrics.csv')))
+    marked = [(int(r['step']), float(r['spread'])) for r in rows if r['spread']]
+    assert marked == [(s - 1, s / 10) for s in seen]  # on the epoch's last step, as val_knn
+    state = torch.load(latest_checkpoint(tmp_path / 'run'), weights_only=True)
+    assert [v for _, _, v in state['monitored']] == [{'spread': s / 10} for s in seen]
+
+def test_bad_monitors_are_refused_with_a_clear_error():
+    with pytest.raises(TypeError, match='monitors must be a dict'): Trainer(tiny(), monitors=[len])
+    with pytest.raises(TypeError, match='monitors must map names'): Trainer(tiny(), monitors={'a b': len})
+    with pytest.raises(TypeError, match="monitor 'bad' must return a number, got str"):
+        Trainer(tiny(epochs=1), monitors={'bad': lambda t: 'high'}).fit()
