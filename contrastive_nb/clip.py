@@ -25,7 +25,7 @@ from .augment import (AugmentationPolicy, augment_batch, check_image_batch,
                                     resized_crop, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
 from .evaluate import first_relevant_rank, ranking_metrics
-from .infonce import (REDUCTIONS, check_loss_options, loss_value, reduce_loss,
+from .infonce import (check_loss_options, loss_value, reduce_loss,
                                     floor_at_zero, info_nce)
 from .models import ProjectionHead, SmallCNN
 from .pairs import pair_masks, position_phrase

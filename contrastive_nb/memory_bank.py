@@ -13,16 +13,15 @@ from collections.abc import Callable
 import pandas as pd
 import torch
 from torch import Tensor, nn
-from tqdm import tqdm
 
 from ._checks import (check_choice, check_generator, check_indices, check_int,
-                                    check_number, check_positive_int, check_probability,
+                                    check_positive_int, check_probability,
                                     check_temperature, check_tensor, check_seed, check_bool)
 from .evaluate import embed
 from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
                                     register_method)
-from .augment import AugmentationPolicy, augment_batch
+from .augment import AugmentationPolicy
 from .similarity import l2_normalize
 
 # %% auto #0

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ._checks import (check_ids, check_int, check_number, check_positive_int,
+from ._checks import (check_ids, check_number, check_positive_int,
                                     check_probability, check_rng, check_tensor, check_frame)
 
 # %% auto #0
