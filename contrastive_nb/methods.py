@@ -247,6 +247,9 @@ def register_method(
                 or getattr(builder, '__qualname__', None) != qualname):
             raise ValueError(f"{name!r} is the name of the course's own method (in {module}): "
                              "choose another name")
+    if old is not None and getattr(builder, '__module__', None) == '__main__' != getattr(
+            old.builder, '__module__', None):
+        return builder  # a lesson notebook's copy of its package method: the package's stays
     METHODS[name] = MethodSpec(name, builder, options)
     return builder
 
@@ -295,8 +298,10 @@ def method_spec(
     "The method called `name`; a built-in one's lesson is imported the first time it is asked for."
     if not isinstance(name, str):
         raise TypeError(f"method must be a string, got {type(name).__name__} {name!r}")
-    if name not in METHODS and name in BUILTIN_METHODS:
-        importlib.import_module(BUILTIN_METHODS[name][0])  # its lesson registers it
+    if name in BUILTIN_METHODS and (name not in METHODS or METHODS[name].builder.__module__
+                                    != BUILTIN_METHODS[name][0]):
+        importlib.import_module(BUILTIN_METHODS[name][0])  # its lesson registers it (or replaces
+        # a notebook's copy: the lesson's module is the method everything else is built from)
     if name in METHODS:
         spec = METHODS[name]
         if spec.source and _sha256(Path(spec.source)) != spec.sha256:
