@@ -80,7 +80,7 @@ def test_moco_equals_train_moco_with_shuffle_bn():
 
 def test_memory_bank_equals_train_memory_bank():
     trainer = Trainer(tiny(method='memory_bank', options=dict(k=16, temperature=0.1, momentum=0.3)))
-    assert trainer.method.bank.momentum == 0.3
+    assert trainer.method.bank.momentum == pytest.approx(0.3)
     encoder, head, bank = (copy.deepcopy(m) for m in (trainer.method.encoder, trainer.method.head,
                                                       trainer.method.bank))
     trainer.fit()

@@ -40,7 +40,7 @@ def test_a_method_from_a_file_trains_through_the_trainer(method_file):
                          augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8, batch_size=8,
                          epochs=1, knn_every=0, progress=False)
     trainer = Trainer(config)
-    assert type(trainer.method).__name__ == 'AlignUniform' and trainer.method.options.weight == 0.5
+    assert type(trainer.method).__name__ == 'AlignUniform' and trainer.method.options.weight == pytest.approx(0.5)
     before = [p.detach().clone() for p in trainer.parameters]
     losses = [trainer.train_step() for _ in range(3)]
     assert all(torch.isfinite(torch.tensor(losses))) and len(set(losses)) == 3
