@@ -36,6 +36,7 @@ def unit_rows(
     x: Tensor, # (N, D) embeddings, or (N, K, D) per-query ones with ndim=3
     name: str, # the argument's name in the caller, for the messages
     ndim: int = 2, # the rank `x` must have
+    check_values: bool = True, # False: a zero, NaN or inf row gives NaN rather than an error
 ) -> Tensor: # unit-length rows along the last dimension, float32 for half-precision input
     "Unit-length rows in at least float32; a wrong type, rank, empty batch or bad vector raises."
     check_tensor(x, name, ndim=ndim, dtype='float', nonempty=True)
@@ -43,7 +44,7 @@ def unit_rows(
         raise ValueError(f"per-query {name} must be (N, K, D) with K >= 1, got {tuple(x.shape)}")
     if x.dtype in (torch.float16, torch.bfloat16):
         x = x.float()  # a sum of many exponentials needs float32
-    return l2_normalize(x, name)  # a zero, NaN or inf vector raises a ValueError naming its rows
+    return l2_normalize(x, name, check_values)  # a bad vector raises a ValueError naming its rows
 
 def check_loss_options(
     temperature: float | Tensor, # τ > 0: a number, or a one-element tensor (a learnable τ)
@@ -125,9 +126,11 @@ def nt_xent_inputs(
     temperature: float | Tensor, # τ > 0
     reduction: str, # one of `REDUCTIONS`
     chunk_size: int | None, # anchors per chunk, or None
+    check_values: bool = True, # False: no host read for zero or NaN rows (they give NaN)
 ) -> tuple[Tensor, float | Tensor, float]: # the (2N, D) unit rows, τ and 1/τ
     "All 2N views as unit rows of one dtype (z1's rows, then z2's), then τ and 1/τ."
-    u1, u2 = unit_rows(z1, 'z1'), unit_rows(z2, 'z2')
+    u1 = unit_rows(z1, 'z1', check_values=check_values)
+    u2 = unit_rows(z2, 'z2', check_values=check_values)
     check_two_views(u1, u2)
     dtype = torch.promote_types(u1.dtype, u2.dtype)
     t, max_logit = check_loss_options(temperature, reduction, chunk_size)
@@ -162,9 +165,11 @@ def nt_xent(
     temperature: float | Tensor = 0.5, # τ > 0; a tensor (e.g. learnable) receives a gradient
     reduction: str = 'mean', # 'mean' over 2N anchors, 'sum', or 'none' (z1's rows, then z2's)
     chunk_size: int | None = None, # anchors per chunk: bounded memory, same value and gradient
+    check_values: bool = True, # False: a zero or NaN row makes the loss NaN instead of raising
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "SimCLR's NT-Xent: each of the 2N views must pick its partner among the other 2N − 1 views."
-    z, t, max_logit = nt_xent_inputs(z1, z2, temperature, reduction, chunk_size)  # z: (2N, D)
+    z, t, max_logit = nt_xent_inputs(z1, z2, temperature, reduction, chunk_size,
+                                     check_values)  # z: (2N, D)
     a = z / t                                          # (2N, D): a_i · z_j is a logit
     pos = (a * z.roll(len(z) // 2, 0)).sum(1)          # (2N,) view i's partner sits N rows away
     # (2N,) log-sum-exp over the other 2N − 1 views: the diagonal (a view with itself) is left out
@@ -402,7 +407,10 @@ class SimCLR(TwoViewMethod):
 
     def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
         o = self.options
-        return nt_xent(z1, z2, temperature=o.temperature, chunk_size=o.chunk_size or None)
+        # Inside `values_unchecked(method)` (the trainer's step) the rows go unchecked: the step
+        # reads the loss and refuses a NaN, so the zero-row check would be a second host read.
+        return nt_xent(z1, z2, temperature=o.temperature, chunk_size=o.chunk_size or None,
+                       check_values=self.check_values)
 
 register_method('simclr', SimCLR)
 

@@ -96,6 +96,9 @@ class ContrastiveMethod(nn.Module):
     Options: type = MethodOptions # the class of the method's own settings
     n_views: int = 2 # augmented views of each source per step
     per_process_state: str = '' # what each process would fill differently (a queue, a bank)
+    # Off inside `models.values_unchecked(method)`: the step's loss may skip its value checks,
+    # because whoever switched it off reads the loss and refuses a NaN.
+    check_values: bool = True
 
     def set_precision(self,
                       device_type: str, # 'cpu', 'cuda' or 'mps'

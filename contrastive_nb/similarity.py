@@ -12,7 +12,7 @@ import math
 import torch
 from torch import Tensor
 
-from ._checks import check_number, check_tensor
+from ._checks import check_bool, check_number, check_tensor
 
 # %% auto #0
 __all__ = ['l2_normalize', 'cosine_similarity', 'similarity_matrix', 'alignment', 'uniformity']
@@ -39,7 +39,7 @@ def _indices(mask: Tensor) -> str:
     )
 
 
-def _unit(x: Tensor, name: str) -> Tensor:
+def _unit(x: Tensor, name: str, check_values: bool = True) -> Tensor:
     "Unit vectors along the last dimension of `x`; zero, NaN and infinite vectors raise, named."
     # The largest absolute entry: dividing by it first keeps the squares below from overflowing
     # or underflowing.
@@ -49,7 +49,7 @@ def _unit(x: Tensor, name: str) -> Tensor:
         ~torch.isfinite(scale),
         scale == 0,
     )  # amax propagates NaN: one reduction finds every bad vector
-    if (broken | zero).any():
+    if check_values and (broken | zero).any():  # the one host read of this function
         bad = broken if broken.any() else zero
         where = '' if x.ndim == 1 else _indices(bad.squeeze(-1))
         if bad is broken:
@@ -70,9 +70,11 @@ def _unit(x: Tensor, name: str) -> Tensor:
 def l2_normalize(
     x: Tensor,  # (..., D) floating-point vectors along the last dimension
     name: str = 'x',  # the argument's name in the caller, for the messages
+    check_values: bool = True,  # False: no host read; a zero, NaN or inf vector gives NaN instead
 ) -> Tensor:  # same shape and dtype; every vector has length 1
     "Scale every vector along the last dimension of `x` to length 1; zero, NaN or inf raise."
-    return _unit(x, name)
+    check_bool(check_values, 'check_values')
+    return _unit(x, name, check_values)
 
 # %% ../nbs/02_similarity.ipynb #cd9d34f4
 def _same_features(a: Tensor, b: Tensor) -> None:
