@@ -7,6 +7,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/clip.html.md"""
 # %% ../nbs/12_clip.ipynb #b9c0c1c5
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -15,7 +16,6 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm import tqdm
 
 from ._checks import (check_choice, check_generator, check_ids, check_indices,
                                     check_int, check_number, check_positive_int, check_probability,
@@ -25,8 +25,9 @@ from .augment import (AugmentationPolicy, augment_batch, check_image_batch,
                                     resized_crop, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
 from .evaluate import first_relevant_rank, ranking_metrics
-from .infonce import (check_loss_options, loss_value, reduce_loss,
-                                    floor_at_zero, info_nce)
+from .infonce import (check_loss_options, reduce_loss, floor_at_zero, info_nce,
+                                    train_method)
+from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
 from .models import ProjectionHead, SmallCNN
 from .pairs import pair_masks, position_phrase
 from .similarity import l2_normalize
@@ -34,8 +35,8 @@ from .temperature import LearnableTemperature
 
 # %% auto #0
 __all__ = ['CAPTION_FACTORS', 'SIZE_SPLIT', 'TEMPLATES', 'VIEWS', 'factor_classes', 'factor_labels', 'describe', 'caption_ids',
-           'class_prompts', 'CaptionTokenizer', 'CaptionEncoder', 'TinyCLIP', 'clip_loss', 'crop_views', 'train_clip',
-           'class_embeddings', 'zero_shot_predict', 'recall_at_k']
+           'class_prompts', 'CaptionTokenizer', 'CaptionEncoder', 'TinyCLIP', 'clip_loss', 'crop_views', 'CLIPOptions',
+           'CLIP', 'train_clip', 'class_embeddings', 'zero_shot_predict', 'recall_at_k']
 
 # %% ../nbs/12_clip.ipynb #52016b0a
 CAPTION_FACTORS = ('size', 'colour', 'shape', 'position')
@@ -371,6 +372,38 @@ def _check_views(views):
                         f"got {type(views).__name__}")
     return check_choice(views, 'views', VIEWS)
 
+# %% ../nbs/12_clip.ipynb #05c516ce
+@dataclasses.dataclass(frozen=True)
+class CLIPOptions(MethodOptions):
+    "The CLIP method's own settings."
+    mask_duplicates: bool = True # captions of one meaning (equal labels) are not negatives
+
+    def __post_init__(self):
+        self._store(mask_duplicates=check_bool(self.mask_duplicates, 'mask_duplicates'))
+
+class CLIP(ContrastiveMethod):
+    "CLIP (Radford et al. 2021): `clip_loss` between each source's view and its caption (`texts`)."
+    Options, n_views = CLIPOptions, 1
+
+    def __init__(self,
+                 model: TinyCLIP, # the two towers and the learnable τ, trained in place
+                 options: CLIPOptions | None = None, # its settings (None: the defaults)
+                ):
+        super().__init__()
+        if not isinstance(model, TinyCLIP):
+            raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
+        self.model = model
+        self.options = check_options(CLIPOptions() if options is None else options, CLIPOptions)
+
+    def loss(self, batch: Batch) -> Tensor:
+        if batch.texts is None: raise ValueError("CLIP needs batch.texts: a caption per source")
+        z_image, z_text = self.model(batch.views[0], batch.texts)
+        ids = batch.labels if self.options.mask_duplicates else None
+        return clip_loss(z_image, z_text, self.model.temperature.temperature, ids)
+
+    def after_step(self) -> None:
+        self.model.temperature.clamp_()  # Adam may step past the bound: back inside it
+
 # %% ../nbs/12_clip.ipynb #9bcf4f67
 def train_clip(
     model: TinyCLIP, # the two towers and the learnable τ
@@ -405,34 +438,23 @@ def train_clip(
     weight_decay = check_number(weight_decay, 'weight_decay', low=0.0)
     check_bool(mask_duplicates, 'mask_duplicates')
     seed = check_seed(seed)
-    generator, rng = torch.Generator().manual_seed(seed), np.random.default_rng(seed)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    steps, history = len(images) // batch_size, []  # the ragged last batch is dropped
-    device = next(model.parameters()).device
-    model.train()
-    with tqdm(total=epochs * steps, disable=not progress, desc='CLIP', mininterval=2) as bar:
-        for epoch in range(epochs):
-            order = torch.randperm(len(images), generator=generator)
-            for step in range(steps):
-                index = order[step * batch_size:(step + 1) * batch_size]
-                batch, rows = images[index], factors.iloc[index.numpy()]
-                if views == 'crop': batch, rows = crop_views(batch, rows, generator=generator)
-                elif isinstance(views, AugmentationPolicy):
-                    batch = augment_batch(batch, views, generator)  # the captions may now be false
-                captions = describe(rows, detail, templates, rng)
-                ids = caption_ids(rows, detail).to(device) if mask_duplicates else None
-                z_image, z_text = model(batch.to(device), captions)
-                loss = clip_loss(z_image, z_text, model.temperature.temperature, ids)
-                value = loss_value(loss, epoch * steps + step)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                model.temperature.clamp_()  # Adam may step past the bound: back inside it
-                tau = model.temperature.temperature.item()
-                history.append((epoch, epoch * steps + step, value, tau))
-                bar.update()
+    method, device = CLIP(model, CLIPOptions(mask_duplicates)), next(model.parameters()).device
+    rng = np.random.default_rng(seed)  # the templates' draws (the views use the run's generator)
+    def draw(index: Tensor, generator: torch.Generator) -> Batch:
+        batch, rows = images[index], factors.iloc[index.cpu().numpy()]
+        if views == 'crop': batch, rows = crop_views(batch, rows, generator=generator)
+        elif isinstance(views, AugmentationPolicy):
+            batch = augment_batch(batch, views, generator)  # the captions may now be false
+        return Batch([batch.to(device)], index, caption_ids(rows, detail).to(device), generator,
+                     texts=describe(rows, detail, templates, rng))
+    taus = []
+    def record(step: int) -> None: taus.append(model.temperature.temperature.item())  # clamped
+    history = train_method(method, images, epochs=epochs, batch_size=batch_size, lr=lr,
+                           weight_decay=weight_decay, seed=seed, progress=progress, desc='CLIP',
+                           draw=draw, callback=record)
     model.eval()
-    return pd.DataFrame(history, columns=['epoch', 'step', 'loss', 'temperature'])
+    return history.assign(temperature=taus)
+
 
 # %% ../nbs/12_clip.ipynb #417c5c61
 def class_embeddings(

@@ -331,15 +331,21 @@ def train_method(
     desc: str = 'training', # the progress bar's label
     labels: Tensor | None = None, # (N,) classes, for a supervised method (default: all 0)
     callback: Callable[[int], None] | None = None, # called with the step number after each step
+    draw: Callable[[Tensor, torch.Generator], Batch] | None = None, # (rows, gen.) -> the Batch
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "The loop of every method: reshuffle, draw the method's views of each batch, one Adam step."
     _check_training(method, images, labels, epochs, batch_size, lr, weight_decay, seed)
-    if callback is not None and not callable(callback):
-        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    for name, f in (('callback', callback), ('draw', draw)):
+        if f is not None and not callable(f):
+            raise TypeError(f"{name} must be callable or None, got {type(f).__name__}")
     generator = torch.Generator().manual_seed(seed)
     optimiser = torch.optim.Adam(method.parameters_to_train(), lr=lr, weight_decay=weight_decay)
     steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch: BatchNorm
     if labels is None: labels = torch.zeros(len(images), dtype=torch.long, device=images.device)
+    def augmented(idx: Tensor, generator: torch.Generator) -> Batch:  # the default `draw`
+        views = [augment_batch(images[idx], policy, generator) for _ in range(method.n_views)]
+        return Batch(views, idx, labels[idx], generator)
+    draw = draw or augmented
     method.train()
     history = []
     with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc,
@@ -348,10 +354,9 @@ def train_method(
             order = torch.randperm(len(images), generator=generator).to(images.device)
             for i in range(steps_per_epoch):
                 step, idx = epoch * steps_per_epoch + i, order[i * batch_size:(i + 1) * batch_size]
-                views = [augment_batch(images[idx], policy, generator)
-                         for _ in range(method.n_views)]
+                batch = draw(idx, generator)
                 optimiser.zero_grad(set_to_none=True)
-                loss = method.loss_backward(Batch(views, idx, labels[idx], generator), _scalar)
+                loss = method.loss_backward(batch, _scalar)
                 value = loss_value(loss, step)
                 optimiser.step()
                 method.after_step()

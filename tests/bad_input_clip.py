@@ -57,6 +57,13 @@ def cases():
         'train_clip': [Case(train_clip, dict(images=data.images, factors=data.factors, detail=('colour', 'shape'),
                                              views='crop', epochs=1, batch_size=4, lr=1e-3, weight_decay=1e-5,
                                              seed=0), choices=('views',))],
+        'CLIPOptions': [Case(c.CLIPOptions, dict(mask_duplicates=True))],
+        'CLIP': [Case(lambda model, mask_duplicates: c.CLIP(model, c.CLIPOptions(mask_duplicates)),
+                      dict(model=trained, mask_duplicates=False)),
+                 Case(lambda view, texts: c.CLIP(model()).loss(
+                          _mod('methods').Batch([view], torch.arange(4), ids[:4], gen(), texts=texts)),
+                      dict(view=images(), texts=captions), 'loss', fixed=('texts',),
+                      aliases={'view': ('x', 'images', 'image_embeddings', 'h')})],
         'class_embeddings': [Case(c.class_embeddings, dict(model=trained, prompts=prompts))],
         'zero_shot_predict': [Case(c.zero_shot_predict, dict(image_embeddings=feats(), class_embeddings=feats(3)))],
         'recall_at_k': [Case(c.recall_at_k, dict(queries=feats(), keys=feats(seed=1), query_ids=ids,
