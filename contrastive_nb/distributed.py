@@ -28,8 +28,8 @@ from .training import world
 
 # %% auto #0
 __all__ = ['GATHERS', 'ANCHORS', 'all_gather_rows', 'all_gather_with_grad', 'global_nt_xent', 'ddp_gradient_check',
-           'enqueue_from_all', 'shuffled_across', 'grad_cache_step', 'train_simclr_ddp', 'grad_cache_benchmark',
-           'GlobalSimCLROptions', 'GlobalSimCLR']
+           'enqueue_from_all', 'shuffled_across', 'grad_cache_step', 'GlobalSimCLROptions', 'GlobalSimCLR',
+           'train_simclr_ddp', 'grad_cache_benchmark']
 
 # %% ../nbs/10_distributed.ipynb #2d5865aa
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -100,13 +100,16 @@ def global_nt_xent(
     chunk_size: int | None = None, # anchors per chunk: bounded memory, same value and gradient
     gather: str = 'exact', # 'exact'; 'no_grad' and 'own_slice' give wrong gradients (for study)
     anchors: str = 'local', # 'local': this process's 2N views; 'all': every process's 2WN views
+    check_values: bool = True, # False: a zero or NaN row makes the loss NaN instead of raising
 ) -> Tensor: # the mean loss over the anchors
     "NT-Xent of this process's views against every process's views: one batch over all of them."
-    u, t, max_logit = nt_xent_inputs(z1, z2, temperature, 'mean', chunk_size)  # (2N, D) unit
+    u, t, max_logit = nt_xent_inputs(z1, z2, temperature, 'mean', chunk_size,
+                                     check_values)  # (2N, D) unit
     check_choice(gather, 'gather', GATHERS)
     check_choice(anchors, 'anchors', ANCHORS)
     world_size, rank = world()
-    if world_size == 1: return nt_xent(z1, z2, temperature, chunk_size=chunk_size)
+    if world_size == 1:
+        return nt_xent(z1, z2, temperature, chunk_size=chunk_size, check_values=check_values)
     if gather == 'no_grad' and anchors == 'all':
         raise ValueError("gather='no_grad' with anchors='all' gives a loss with no gradient at all")
     n2 = len(u)
@@ -264,6 +267,53 @@ def grad_cache_step(
     for m, state in zip(norms, saved): m.load_state_dict(state)  # running statistics: once
     return loss.detach()
 
+# %% ../nbs/10_distributed.ipynb #cacda72e
+@dataclasses.dataclass(frozen=True)
+class GlobalSimCLROptions(MethodOptions):
+    "The global SimCLR's own settings."
+    temperature: float = 0.2 # τ
+    grad_cache_chunk: int = 0 # sources per forward pass, with gradient caching (0: off)
+    chunk_size: int = 0 # anchors per chunk of the loss (0: all at once)
+    gather: str = 'exact' # `global_nt_xent`'s gather: 'no_grad', 'own_slice' are wrong (for study)
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    grad_cache_chunk=check_int(self.grad_cache_chunk, 'grad_cache_chunk', low=0),
+                    chunk_size=check_int(self.chunk_size, 'chunk_size', low=0),
+                    gather=check_choice(self.gather, 'gather', GATHERS))
+
+class GlobalSimCLR(TwoViewMethod):
+    "SimCLR against every process's views (`global_nt_xent`), optionally with gradient caching."
+    Options = GlobalSimCLROptions
+
+    def __init__(self, encoder: nn.Module, head: nn.Module,
+                 options: GlobalSimCLROptions | None = None, setup=None):
+        super().__init__(encoder, head, options, setup)
+        if self.options.grad_cache_chunk and _batchnorms_in_training(self):
+            raise ValueError("gradient caching is exact only without BatchNorm: build the encoder "
+                             "and head with norm='group' or 'none' (--norm group)")
+
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        o = self.options
+        return global_nt_xent(z1, z2, o.temperature, o.chunk_size or None, o.gather,
+                              check_values=self.check_values)
+
+    def forward(self, x: Tensor) -> Tensor: # (n, D) float32 embeddings
+        "Encoder and head as one module: what `grad_cache_step` runs chunk by chunk."
+        return self.embed(self.encoder, self.head, x)
+
+    def loss_backward(self, batch: Batch, scale: Callable = lambda loss: loss) -> Tensor:
+        chunk = self.options.grad_cache_chunk
+        if not chunk: return super().loss_backward(batch, scale)
+        losses = []
+        def loss_fn(z1: Tensor, z2: Tensor) -> Tensor:
+            losses.append(self.pair_loss(z1, z2, batch))
+            return scale(losses[-1])
+        grad_cache_step(self, batch.views[0], batch.views[1], loss_fn, chunk)
+        return losses[-1].detach()
+
+register_method('simclr_global', GlobalSimCLR)
+
 # %% ../nbs/10_distributed.ipynb #4ad93d8d
 def train_simclr_ddp(
     images: Tensor, # (M, C, H, W) training images in [0, 1], the same in every process
@@ -293,20 +343,22 @@ def train_simclr_ddp(
     encoder = SmallCNN(images.shape[1], width, blocks, norm='group')
     model = nn.Sequential(encoder, ProjectionHead(encoder.feature_dim, 128, 64, norm='group'))
     ddp = nn.parallel.DistributedDataParallel(model) if world_size > 1 else model
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=1e-6)
+    # DDP is the encoder the method calls (its head: already inside), so DDP averages the gradients
+    method = GlobalSimCLR(ddp, nn.Identity(), GlobalSimCLROptions(temperature, gather=gather))
+    optimiser = torch.optim.Adam(method.parameters_to_train(), lr=lr, weight_decay=1e-6)
     order = torch.Generator().manual_seed(seed)                # the same in every process
     views = torch.Generator().manual_seed(1000 * seed + rank)  # a different one per process
     losses, per_epoch = [], len(images) // (world_size * batch_size)
     for step in range(steps):
         if step % per_epoch == 0: perm = torch.randperm(len(images), generator=order)
         start = (step % per_epoch) * world_size * batch_size + rank * batch_size
-        x = images[perm[start:start + batch_size]]
-        z1, z2 = (ddp(augment_batch(x, policy, views)) for _ in range(2))
-        loss = global_nt_xent(z1, z2, temperature, gather=gather)
+        rows = perm[start:start + batch_size]
+        pair = [augment_batch(images[rows], policy, views) for _ in range(2)]
         optimiser.zero_grad()
-        loss.backward()
+        loss = method.loss_backward(Batch(pair, rows, torch.zeros_like(rows), views))
         optimiser.step()
-        total = loss.detach().clone()
+        method.after_step()
+        total = loss.clone()
         if world_size > 1: dist.all_reduce(total)
         losses.append(total.item() / world_size)
     return {'encoder': encoder.state_dict(), 'losses': losses}
@@ -344,47 +396,3 @@ def grad_cache_benchmark(
             loss = grad_cache_step(model, x1, x2, loss_fn, chunk_size)
         if step: seconds.append(time.perf_counter() - clock)
     return {'seconds': seconds, 'peak MiB': peak_mib() - before, 'loss': loss.item()}
-
-# %% ../nbs/10_distributed.ipynb #cacda72e
-@dataclasses.dataclass(frozen=True)
-class GlobalSimCLROptions(MethodOptions):
-    "The global SimCLR's own settings."
-    temperature: float = 0.2 # τ
-    grad_cache_chunk: int = 0 # sources per forward pass, with gradient caching (0: off)
-    chunk_size: int = 0 # anchors per chunk of the loss (0: all at once)
-
-    def __post_init__(self):
-        self._store(temperature=float(check_temperature(self.temperature)),
-                    grad_cache_chunk=check_int(self.grad_cache_chunk, 'grad_cache_chunk', low=0),
-                    chunk_size=check_int(self.chunk_size, 'chunk_size', low=0))
-
-class GlobalSimCLR(TwoViewMethod):
-    "SimCLR against every process's views (`global_nt_xent`), optionally with gradient caching."
-    Options = GlobalSimCLROptions
-
-    def __init__(self, encoder: nn.Module, head: nn.Module,
-                 options: GlobalSimCLROptions | None = None, setup=None):
-        super().__init__(encoder, head, options, setup)
-        if self.options.grad_cache_chunk and _batchnorms_in_training(self):
-            raise ValueError("gradient caching is exact only without BatchNorm: build the encoder "
-                             "and head with norm='group' or 'none' (--norm group)")
-
-    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
-        o = self.options
-        return global_nt_xent(z1, z2, o.temperature, o.chunk_size or None)
-
-    def forward(self, x: Tensor) -> Tensor: # (n, D) float32 embeddings
-        "Encoder and head as one module: what `grad_cache_step` runs chunk by chunk."
-        return self.embed(self.encoder, self.head, x)
-
-    def loss_backward(self, batch: Batch, scale: Callable = lambda loss: loss) -> Tensor:
-        chunk = self.options.grad_cache_chunk
-        if not chunk: return super().loss_backward(batch, scale)
-        losses = []
-        def loss_fn(z1: Tensor, z2: Tensor) -> Tensor:
-            losses.append(self.pair_loss(z1, z2, batch))
-            return scale(losses[-1])
-        grad_cache_step(self, batch.views[0], batch.views[1], loss_fn, chunk)
-        return losses[-1].detach()
-
-register_method('simclr_global', GlobalSimCLR)
