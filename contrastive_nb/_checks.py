@@ -264,12 +264,14 @@ def check_frame(
     value, # the argument to check
     name: str, # its name, for the message
     rows: int | None = None, # the number of rows it must have, if any
+    rows_of: str = '', # the argument whose length `rows` is, named in the message too
 ) -> pd.DataFrame: # `value` itself
     "`value` if it is a pandas DataFrame (with `rows` rows), else an error naming it."
     if not isinstance(value, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
     if rows is not None and len(value) != rows:
-        raise ValueError(f"{name} must have {rows} rows, got {len(value)}")
+        per = f", one per row of {rows_of}" if rows_of else ''
+        raise ValueError(f"{name} must have {rows} rows{per}, got {len(value)}")
     return value
 
 def check_path(

@@ -424,7 +424,7 @@ def train_clip(
     if not isinstance(model, TinyCLIP):
         raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
     images = check_image_batch(images)
-    check_frame(factors, 'factors', rows=len(images))
+    check_frame(factors, 'factors', rows=len(images), rows_of='images')
     detail, templates = _check_detail(detail), _check_templates(templates)
     views = _check_views(views)
     if views == 'crop': _require_columns(factors, _CROP_COLUMNS, "views='crop'")  # up front

@@ -116,7 +116,7 @@ class ImageDataset(Dataset):
             raise TypeError(f"classes must be a sequence of names, got {type(classes).__name__}")
         labels = _check_labels(labels, len(images), len(classes))
         if factors is not None:
-            check_frame(factors, 'factors', rows=len(images))
+            check_frame(factors, 'factors', rows=len(images), rows_of='images')
         if masks is not None:
             check_tensor(masks, 'masks', ndim=3, dtype='float')
             if masks.shape != (len(images), *images.shape[2:]):

@@ -7,6 +7,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/text_retrieval.html.md"""
 # %% ../nbs/11_text_retrieval.ipynb #5a7ec801
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import unicodedata
@@ -27,7 +28,8 @@ from ._checks import (check_ids, check_indices, check_probability, check_tensor,
 from .data import check_tickets
 from .debiased import supcon_loss
 from .hard_negatives import top_k_negatives
-from .infonce import reduce_loss, unit_rows, floor_at_zero, REDUCTIONS
+from .infonce import reduce_loss, unit_rows, floor_at_zero, loss_value, REDUCTIONS
+from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
 from .pairs import TICKET_SYNONYMS, check_synonyms, delete_words
 from .pairs import replace_synonyms
 from .training import CheckpointError, save_checkpoint
@@ -35,7 +37,8 @@ from .training import CheckpointError, save_checkpoint
 # %% auto #0
 __all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'tokenize', 'hashed_ngrams', 'TextEncoder',
            'split_by_message', 'paraphrase_tickets', 'char_ngram_jaccard', 'near_duplicates', 'lexical_scores',
-           'bootstrap_ci', 'mnrl_loss', 'mine_hard_negatives', 'train_text_encoder', 'TicketSearch']
+           'bootstrap_ci', 'mnrl_loss', 'mine_hard_negatives', 'TextPairOptions', 'TextPairs', 'train_text_encoder',
+           'TicketSearch']
 
 # %% ../nbs/11_text_retrieval.ipynb #b3c55730
 def _ranges(codes) -> str:
@@ -414,9 +417,85 @@ def mine_hard_negatives(
         raise ValueError("a text has no candidate negative: labels needs at least two values")
     return top_k_negatives(z @ z.T, negative, k)
 
-# %% ../nbs/11_text_retrieval.ipynb #332e21dc
+# %% ../nbs/11_text_retrieval.ipynb #6819348b
 TEXT_LOSSES = ('mnrl', 'supcon')
 
+@dataclasses.dataclass(frozen=True)
+class TextPairOptions(MethodOptions):
+    "The text methods' own settings."
+    loss: str = 'mnrl' # 'mnrl' (in-batch InfoNCE, `mnrl_loss`) or 'supcon' (`supcon_loss`)
+    scale: float = 20.0 # 'mnrl': logit scale, τ = 1 / scale
+    temperature: float = 0.05 # 'supcon': τ
+    mask_false_negatives: bool = True # 'mnrl': mask other pairs with the anchor's label
+
+    def __post_init__(self):
+        positive = dict(low=0.0, low_open=True)
+        self._store(loss=check_choice(self.loss, 'loss', TEXT_LOSSES),
+                    scale=check_number(self.scale, 'scale', **positive),
+                    temperature=check_number(self.temperature, 'temperature', **positive),
+                    mask_false_negatives=check_bool(self.mask_false_negatives,
+                                                    'mask_false_negatives'))
+
+# %% ../nbs/11_text_retrieval.ipynb #500721d0
+class TextPairs(ContrastiveMethod):
+    "MNRL or SupCon on texts; the views are rows of the training texts: anchors, positives, ..."
+    Options = TextPairOptions
+
+    def __init__(self,
+                 encoder: TextEncoder, # trained in place
+                 texts: list[str], # the training texts (featurised once, here)
+                 labels: Tensor, # (N,) problem of each text
+                 options: TextPairOptions | None = None, # its settings (None: the defaults)
+                ):
+        super().__init__()
+        if not isinstance(encoder, TextEncoder):
+            raise TypeError(f"encoder must be a TextEncoder, got {type(encoder).__name__}")
+        texts = _check_texts(texts)
+        self.labels = _check_labels(labels, len(texts), 'labels')
+        self.encoder, self._ids = encoder, [encoder.featurize([t])[0] for t in texts]
+        self.options = check_options(TextPairOptions() if options is None else options,
+                                     TextPairOptions)
+
+    def embed_rows(self,
+                   rows: Tensor, # (n,) int64 rows of the training texts
+                  ) -> Tensor: # (n, D) their embeddings, not normalised, in one pass
+        "The encoder's embeddings of the training texts at `rows`."
+        ids = [self._ids[i] for i in rows.tolist()]
+        offsets = torch.tensor([0] + [len(x) for x in ids[:-1]]).cumsum(0)
+        return self.encoder(torch.cat(ids), offsets)
+
+    def _check_views(self, views: list) -> None:
+        if len(views) not in (2, 3) or len({v.shape if isinstance(v, Tensor) else None
+                                            for v in views}) != 1 or not len(views[0]):
+            raise ValueError("batch.views must be 2 or 3 tensors of B >= 1 rows each: anchors, "
+                             "positives and (optional) hard negatives")
+        if self.check_values:  # out of range, a mask or a float: the wrong texts, silently
+            for k, v in enumerate(views): check_indices(v, f'batch.views[{k}]', len(self._ids))
+
+    def loss(self, batch: Batch) -> Tensor:
+        "views: (B,) rows of anchors, of their positives and (MNRL, optional) of hard negatives."
+        self._check_views(batch.views)
+        o, rows = self.options, torch.cat(batch.views)
+        if o.loss == 'supcon':
+            return supcon_loss(self.embed_rows(rows), self.labels[rows], o.temperature)
+        z = self.embed_rows(rows).split(len(batch.views[0]))
+        mask = o.mask_false_negatives
+        hard_labels = self.labels[batch.views[2]] if mask and len(z) > 2 else None
+        return mnrl_loss(z[0], z[1], self.labels[batch.views[0]] if mask else None, o.scale,
+                         z[2] if len(z) > 2 else None, hard_labels)
+
+# %% ../nbs/11_text_retrieval.ipynb #87a527c2
+def _hardest_negatives(method: TextPairs) -> Tensor: # (N, 5) rows, the hardest first
+    "Every training text's five hardest label-checked negatives under the current encoder."
+    n = len(method.labels)
+    with torch.no_grad():
+        method.eval()
+        pool = torch.cat([F.normalize(method.embed_rows(torch.arange(s, min(s + 512, n))), dim=1)
+                          for s in range(0, n, 512)])
+        method.train()
+    return mine_hard_negatives(pool, method.labels, k=min(5, n - 1))
+
+# %% ../nbs/11_text_retrieval.ipynb #332e21dc
 def train_text_encoder(
     texts: list[str], # training texts
     labels: Tensor, # (N,) problem of each text: texts with one label are positives of each other
@@ -435,72 +514,48 @@ def train_text_encoder(
     "Train a `TextEncoder` so texts with one label embed close together and others apart."
     texts = _check_texts(texts)
     labels = _check_labels(labels, len(texts), 'labels')
-    check_choice(loss, 'loss', TEXT_LOSSES)
+    options = TextPairOptions(loss, scale, temperature, mask_false_negatives)  # checks them
     epochs = check_positive_int(epochs, 'epochs')
     batch_size = check_positive_int(batch_size, 'batch_size')
     lr = check_number(lr, 'lr', low=0.0, low_open=True)
-    temperature = check_number(temperature, 'temperature', low=0.0, low_open=True)
-    scale = check_number(scale, 'scale', low=0.0, low_open=True)
-    mask, hard = check_bool(mask_false_negatives, 'mask_false_negatives'), check_bool(
-        hard_negatives, 'hard_negatives')
+    hard = check_bool(hard_negatives, 'hard_negatives')
     check_bool(progress, 'progress')
     if batch_size > len(texts):
         raise ValueError(f"batch_size = {batch_size} is larger than the {len(texts)} texts")
+    if hard and loss != 'mnrl':
+        raise ValueError("hard_negatives=True needs loss='mnrl': SupCon takes no mined negatives")
+    if hard and labels.unique().numel() < 2:
+        raise ValueError("hard_negatives needs at least two labels")
     seed = check_seed(seed)
     if encoder is None:
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             encoder = TextEncoder()
-    elif not isinstance(encoder, TextEncoder):
-        raise TypeError(f"encoder must be a TextEncoder, got {type(encoder).__name__}")
-    rng = np.random.default_rng(seed)
+    method = TextPairs(encoder, texts, labels, options)  # a wrong encoder's type raises here
+    # numpy's generator draws the positives and negatives; the method itself draws nothing
+    rng, generator = np.random.default_rng(seed), torch.Generator().manual_seed(seed)
     members = pd.Series(np.arange(len(texts))).groupby(labels.numpy()).apply(np.array)
-    if hard and labels.unique().numel() < 2:
-        raise ValueError("hard_negatives needs at least two labels")
-    bags = [encoder.featurize([t]) for t in texts]                 # featurised once
-    def forward(rows) -> Tensor:
-        ids = [bags[i][0] for i in rows]
-        offsets = torch.tensor([0] + [len(x) for x in ids[:-1]]).cumsum(0)
-        return encoder(torch.cat(ids), offsets)
     sparse_opt = torch.optim.SparseAdam(list(encoder.bag.parameters()), lr=lr)
     dense_opt = torch.optim.Adam(encoder.mlp.parameters(), lr=lr)
-    steps = epochs * (len(texts) // batch_size)
-    losses, bar = [], tqdm(total=steps, disable=not progress, desc=f'train ({loss})')
-    encoder.train()
-    for _ in range(epochs):
-        if hard:                                                   # mined once per epoch
-            with torch.no_grad():
-                encoder.eval()
-                pool = torch.cat([F.normalize(forward(range(s, min(s + 512, len(texts)))), dim=1)
-                                  for s in range(0, len(texts), 512)])
-                encoder.train()
-            candidates = mine_hard_negatives(pool, labels, k=min(5, len(texts) - 1))
-        order = rng.permutation(len(texts))
-        for start in range(0, len(texts) - batch_size + 1, batch_size):
-            rows = order[start:start + batch_size]
-            partners = [rng.choice(members[labels[i].item()]) for i in rows]
-            y = labels[rows]
-            if loss == 'supcon':
-                value = supcon_loss(forward(list(rows) + partners), y.repeat(2), temperature)
-            elif hard:
-                pick = candidates[rows, rng.integers(0, candidates.shape[1], len(rows))]
-                za, zp, zh = forward(list(rows) + partners + pick.tolist()).split(len(rows))
-                value = mnrl_loss(za, zp, y if mask else None, scale, zh,
-                                  labels[pick] if mask else None)
-            else:
-                za, zp = forward(list(rows) + partners).split(len(rows))
-                value = mnrl_loss(za, zp, y if mask else None, scale)
-            if not torch.isfinite(value):
-                raise ValueError(f"the loss became {value.item()} at step {len(losses)}; "
-                                 "use a smaller lr")
-            sparse_opt.zero_grad()
-            dense_opt.zero_grad()
-            value.backward()
-            sparse_opt.step()
-            dense_opt.step()
-            losses.append(value.item())
-            bar.update()
-    bar.close()
+    losses, steps = [], epochs * (len(texts) // batch_size)
+    method.train()
+    with tqdm(total=steps, disable=not progress, desc=f'train ({loss})') as bar:
+        for _ in range(epochs):
+            if hard: candidates = _hardest_negatives(method)  # mined once per epoch
+            order = rng.permutation(len(texts))
+            for start in range(0, len(texts) - batch_size + 1, batch_size):
+                rows = order[start:start + batch_size]
+                partners = [rng.choice(members[labels[i].item()]) for i in rows]
+                views = [torch.as_tensor(rows), torch.as_tensor(np.array(partners))]
+                if hard: views.append(candidates[rows, rng.integers(0, candidates.shape[1],
+                                                                    len(rows))])
+                sparse_opt.zero_grad()
+                dense_opt.zero_grad()
+                batch = Batch(views, views[0], labels[views[0]], generator)
+                losses.append(loss_value(method.loss_backward(batch), len(losses)))
+                sparse_opt.step()
+                dense_opt.step()
+                bar.update()
     return encoder.eval(), losses
 
 # %% ../nbs/11_text_retrieval.ipynb #f701aefd
