@@ -199,6 +199,14 @@ def test_counts_beyond_the_negatives_are_refused(k):
     with pytest.raises(ValueError, match='k'):
         random_negatives(mask, k)
 
+def test_a_count_equal_to_the_fewest_negatives_is_allowed():
+    # k may reach the fewest negatives of any anchor (bound inclusive): then a row takes all of them
+    mask = torch.tensor([[True, True, True, False], [True, False, True, True]])
+    top = top_k_negatives(rand(2, 4), mask, 3)
+    drawn = random_negatives(mask, 3, torch.Generator().manual_seed(0))
+    for got in (top, drawn):
+        assert got.shape == (2, 3) and mask.gather(1, got).all()
+
 def test_selection_rejects_bad_masks():
     sims = rand(3, 4)
     with pytest.raises(TypeError, match='negative_mask'):
@@ -356,6 +364,12 @@ def test_mochi_rejects_bad_settings():
     with pytest.raises(ValueError, match='n_mixes'):
         tiny_model(MoCHi, num_hard=3, n_mixes=-1)
 
+def test_mochi_takes_no_query_mixes():
+    # n_query_mixes = 0 is a valid setting (only key-key mixes), as it is for mix_hard_negatives
+    mochi = tiny_model(MoCHi, num_hard=3, n_mixes=4, n_query_mixes=0)
+    assert mochi.n_query_mixes == 0
+    assert torch.isfinite(mochi(torch.rand(4, 3, 8, 8), torch.rand(4, 3, 8, 8)))
+
 # --- cross-batch memory ---------------------------------------------------------------------------------------------
 
 def tiny_xbm(**kwargs):
@@ -392,6 +406,11 @@ def test_xbm_rejects_bad_settings():
         tiny_xbm(memory_size=0)
     with pytest.raises(ValueError, match='num_hard'):
         tiny_xbm(memory_size=4, num_hard=50)(torch.rand(3, 3, 8, 8), torch.rand(3, 3, 8, 8))
+
+def test_xbm_num_hard_may_take_every_negative():
+    # 3 sources: 2·3 − 2 in-batch negatives and 4 in memory; num_hard = all 8 is allowed
+    x1, x2 = torch.rand(3, 3, 8, 8), torch.rand(3, 3, 8, 8)
+    assert torch.isfinite(tiny_xbm(memory_size=4, num_hard=8)(x1, x2))
 
 # --- curriculum -----------------------------------------------------------------------------------------------------
 
