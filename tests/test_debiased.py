@@ -165,6 +165,17 @@ def test_the_clamp_is_what_keeps_the_loss_finite_for_a_prior_too_high():
     loss = debiased_nt_xent(z1, z2, 0.5, 0.9)  # the estimate is negative for every anchor
     assert torch.isfinite(loss) and clamped_anchors(z1, z2, 0.5, 0.9).all()
 
+def test_an_estimate_exactly_at_its_floor_counts_as_clamped():
+    # every negative at cosine −1; τ = 2⁻⁶⁰ makes log(2) vanish in float64: log Σ = −1/τ = the floor
+    z = torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=torch.float64)
+    assert clamped_anchors(z, z, 2.0 ** -60, tau_plus=0.0).all()
+
+def test_an_estimate_of_exactly_zero_keeps_the_gradient_finite():
+    # identical views and τ⁺·N = 1 make r = 0 exactly (τ = 2⁻⁶⁰ absorbs log 2): clamped, no NaN
+    z = torch.tensor([[1.0, 0.0], [1.0, 0.0]], dtype=torch.float64, requires_grad=True)
+    debiased_nt_xent(z, z.detach(), 2.0 ** -60, tau_plus=0.5).backward()
+    assert torch.isfinite(z.grad).all()
+
 def test_more_anchors_clamp_at_colder_temperatures():
     z1, z2 = pair(n=32, d=16, noise=0.6, seed=9, dtype=torch.float32)
     shares = [clamped_anchors(z1, z2, t, 0.1).float().mean().item() for t in (1.0, 0.5, 0.2, 0.1, 0.05)]
@@ -321,6 +332,28 @@ def test_supcon_accepts_label_lists_and_lonely_anchors_only_when_some_anchor_has
         supcon_loss(features, torch.tensor([0, 1, 2, 3]))
     with pytest.raises(ValueError, match='positive'):
         supcon_loss(features[:1], torch.tensor([0]))
+
+def test_the_methods_losses_are_the_lessons_losses():
+    # each method of lesson 08 computes its loss from the two views with its own options
+    from contrastive_nb.debiased import (DebiasedOptions, DebiasedSimCLR, HCLOptions, HCLSimCLR,
+                                         SupCon, SupConOptions)
+    from contrastive_nb.methods import Batch
+    from contrastive_nb.models import ProjectionHead, SmallCNN
+    z1, z2 = pair(n=4, seed=30)
+    labels = torch.tensor([0, 1, 0, 1])
+    batch = Batch([], torch.arange(4), labels, torch.Generator().manual_seed(0))
+    cases = [(DebiasedSimCLR, DebiasedOptions(0.3, 0.2), debiased_nt_xent(z1, z2, 0.3, 0.2)),
+             (HCLSimCLR, HCLOptions(0.3, 0.2, 0.5), hcl_loss(z1, z2, 0.3, 0.2, 0.5)),
+             (SupCon, SupConOptions(0.3), supcon_loss(torch.cat([z1, z2]), labels.repeat(2), 0.3))]
+    encoder = SmallCNN(width=4, blocks=2, norm='group')
+    for cls, options, expected in cases:
+        method = cls(encoder, ProjectionHead(encoder.feature_dim, 8, 4), options)
+        assert torch.allclose(method.pair_loss(z1, z2, batch), expected, rtol=1e-9), cls.__name__
+
+def test_a_false_negative_mask_of_the_wrong_shape_names_the_shape():
+    # the message gives the expected shape in whole numbers of sources
+    with pytest.raises(ValueError, match=r'shape \(4, 4\) for 4 sources'):
+        false_negative_loss(Z, Z, torch.zeros(3, 3, dtype=torch.bool))
 
 # --- bad input ---------------------------------------------------------------------------------------------------
 
