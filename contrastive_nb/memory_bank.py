@@ -120,8 +120,29 @@ def shared_negative_indices(
                           f"{size - free} distinct rows")
     return torch.multinomial(allowed, k, replacement=False, generator=generator).to(indices.device)
 
+# %% ../nbs/05_memory_bank.ipynb #a6064ff8
+class _Sampling:
+    "The bank's two ways to draw negatives (a mixin: it reads `memory` and `_rows`)."
+    def sample_negatives(self,
+                         indices: Tensor, # (N,) row number of each query
+                         k: int, # negatives per query, 1 <= k <= size − 1
+                         generator: torch.Generator | None = None, # None: torch's global one
+                         replacement: bool = False, # True: independent draws (huge banks)
+                        ) -> Tensor: # (N, k, D) stored rows, never the query's own
+        "K negatives per query from the bank, in the (N, K, D) form `info_nce` takes."
+        rows = negative_indices(self._rows(indices), len(self), k, generator, replacement)
+        return self.memory[rows]
+
+    def sample_shared_negatives(self,
+                                indices: Tensor, # (N,) row numbers of the batch's queries
+                                k: int, # negatives shared by the batch
+                                generator: torch.Generator | None = None, # None: torch's global one
+                               ) -> Tensor: # (k, D) stored rows, none of them a row of the batch
+        "K negatives for the whole batch, none a query's own row, in the (K, D) form."
+        return self.memory[shared_negative_indices(self._rows(indices), len(self), k, generator)]
+
 # %% ../nbs/05_memory_bank.ipynb #94125616
-class MemoryBank(nn.Module):
+class MemoryBank(_Sampling, nn.Module):
     "One unit embedding per training example (Wu et al. 2018), read by index and sampled."
     def __init__(self,
                  size: int, # number of training examples n; example i owns row i
@@ -181,24 +202,6 @@ class MemoryBank(nn.Module):
             raise ValueError(f"embeddings: {e}") from None
         idx, f = merge_duplicates(idx, f)  # a repeated row is blended once, with the mean
         self.memory[idx] = momentum_blend(self.memory[idx], f, self.momentum)
-
-    def sample_negatives(self,
-                         indices: Tensor, # (N,) row number of each query
-                         k: int, # negatives per query, 1 <= k <= size − 1
-                         generator: torch.Generator | None = None, # None: torch's global one
-                         replacement: bool = False, # True: independent draws (huge banks)
-                        ) -> Tensor: # (N, k, D) stored rows, never the query's own
-        "K negatives per query from the bank, in the (N, K, D) form `info_nce` takes."
-        rows = negative_indices(self._rows(indices), len(self), k, generator, replacement)
-        return self.memory[rows]
-
-    def sample_shared_negatives(self,
-                                indices: Tensor, # (N,) row numbers of the batch's queries
-                                k: int, # negatives shared by the batch
-                                generator: torch.Generator | None = None, # None: torch's global one
-                               ) -> Tensor: # (k, D) stored rows, none of them a row of the batch
-        "K negatives for the whole batch, none a query's own row, in the (K, D) form."
-        return self.memory[shared_negative_indices(self._rows(indices), len(self), k, generator)]
 
 # %% ../nbs/05_memory_bank.ipynb #f9d624d5
 @dataclasses.dataclass(frozen=True)

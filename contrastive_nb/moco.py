@@ -195,8 +195,26 @@ def check_views(
         raise ValueError(f"the views are on {view1.device} but the encoder is on {like.device}; "
                          "move them with .to(device)")
 
+# %% ../nbs/06_moco.ipynb #1589823d
+class _ShuffledKeys:
+    "MoCo's key side in shuffle-BN sub-batches (a mixin: it reads `bn_splits` and the key networks)."
+    def _encode(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
+        "Embeddings of `x`, one forward pass per sub-batch: BatchNorm sees one at a time."
+        parts = x.tensor_split(self.bn_splits)
+        return torch.cat([self.embed(encoder, head, part) for part in parts])
+
+    @torch.no_grad()
+    def _keys(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
+        "Key embeddings of `x`, encoded in shuffled sub-batches, returned in the original order."
+        with batch_statistics_only(self.encoder_k), batch_statistics_only(self.head_k):
+            if self.bn_splits == 1: return self._encode(self.encoder_k, self.head_k, x)
+            order = torch.randperm(len(x), generator=generator).to(x.device)
+            shuffled = self._encode(self.encoder_k, self.head_k, x[order])
+        # row order[i] of the result is shuffled row i: every key back in its query's row
+        return torch.empty_like(shuffled).index_copy_(0, order, shuffled)
+
 # %% ../nbs/06_moco.ipynb #0f1c2d3e
-class MoCo(ContrastiveMethod):
+class MoCo(_ShuffledKeys, ContrastiveMethod):
     "MoCo: InfoNCE between a query encoder and its momentum copy, past keys as negatives."
     per_process_state = 'a queue of keys'  # each process would enqueue its own keys
     def __init__(self,
@@ -226,21 +244,6 @@ class MoCo(ContrastiveMethod):
     def extra_repr(self) -> str:
         return (f"m={self.m}, temperature={self.temperature}, symmetric={self.symmetric}, "
                 f"bn_splits={self.bn_splits}")
-
-    def _encode(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
-        "Embeddings of `x`, one forward pass per sub-batch: BatchNorm sees one at a time."
-        parts = x.tensor_split(self.bn_splits)
-        return torch.cat([self.embed(encoder, head, part) for part in parts])
-
-    @torch.no_grad()
-    def _keys(self, x: Tensor, generator: torch.Generator | None) -> Tensor:
-        "Key embeddings of `x`, encoded in shuffled sub-batches, returned in the original order."
-        with batch_statistics_only(self.encoder_k), batch_statistics_only(self.head_k):
-            if self.bn_splits == 1: return self._encode(self.encoder_k, self.head_k, x)
-            order = torch.randperm(len(x), generator=generator).to(x.device)
-            shuffled = self._encode(self.encoder_k, self.head_k, x[order])
-        # row order[i] of the result is shuffled row i: every key back in its query's row
-        return torch.empty_like(shuffled).index_copy_(0, order, shuffled)
 
     def _query_loss(self, q: Tensor, k: Tensor, negatives: Tensor,
                     generator: torch.Generator | None) -> Tensor:
