@@ -197,7 +197,7 @@ def check_views(
 
 # %% ../nbs/06_moco.ipynb #1589823d
 class _ShuffledKeys:
-    "MoCo's key side in shuffle-BN sub-batches (a mixin: it reads `bn_splits` and the key networks)."
+    "MoCo's key side in shuffle-BN sub-batches (a mixin: reads `bn_splits`, the key networks)."
     def _encode(self, encoder: nn.Module, head: nn.Module, x: Tensor) -> Tensor:
         "Embeddings of `x`, one forward pass per sub-batch: BatchNorm sees one at a time."
         parts = x.tensor_split(self.bn_splits)
