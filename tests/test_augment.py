@@ -101,6 +101,11 @@ def test_crop_boxes_are_reproducible_and_use_the_generator():
 def test_crop_boxes_reject_bad_arguments(call, error):
     with pytest.raises(error): call()
 
+def test_a_ratio_of_zero_is_refused_by_name():
+    # ratio's lower bound is open: (0, 1) gets the check's message, not math.log's domain error
+    with pytest.raises(ValueError, match='ratio'):
+        sample_crop_boxes(2, ratio=(0.0, 1.0))
+
 # --- resized crop ---------------------------------------------------------------------------------------------------
 
 def test_resized_crop_identity_flip_and_block():
@@ -218,6 +223,12 @@ def test_gaussian_blur_channels_last_and_single_channel():
     (3, torch.ones(2), ValueError), (3, torch.tensor([float('nan')]), ValueError)])
 def test_gaussian_blur_rejects_bad_arguments(kernel, sigma, error):
     with pytest.raises(error): gaussian_blur(torch.rand(1, 3, 10, 10), sigma, kernel)
+
+def test_gaussian_blur_takes_values_outside_the_unit_range():
+    # any finite values (e.g. normalised images): the blur is linear, so it commutes with 3x − 1
+    images, sigma = torch.rand(2, 3, 9, 9), torch.tensor([0.5, 1.5])
+    shifted = gaussian_blur(images * 3 - 1, sigma, 5)
+    assert torch.allclose(shifted, gaussian_blur(images, sigma, 5) * 3 - 1, atol=1e-5)
 
 # --- augment_batch --------------------------------------------------------------------------------------------------
 
@@ -357,6 +368,11 @@ def test_augment_batch_on_gpu_matches_cpu(shapes):
     (torch.rand(2, 3, 0, 8), ValueError)])
 def test_augment_batch_rejects_bad_images(bad, error):
     with pytest.raises(error): augment_batch(bad)
+
+def test_an_empty_batch_is_called_empty():
+    # no images at all gets the empty-batch message; "no pixels" is for images of size zero
+    with pytest.raises(ValueError, match='images is empty'):
+        augment_batch(torch.rand(0, 3, 8, 8))
 
 def test_augment_batch_rejects_bad_policy_and_generator():
     with pytest.raises(TypeError): augment_batch(torch.rand(2, 3, 8, 8), {'size': 8})
