@@ -639,7 +639,7 @@ class _Step:
         views = self._views(self.images[idx])
         self.optimizer.zero_grad(set_to_none=True)
         batch = Batch(views, idx, self.labels[idx], self.view_generator)
-        with values_unchecked(self.method):  # the networks' value checks: the loss is read below
+        with values_unchecked(self.method):  # networks and loss skip value checks: read below
             loss = self.method.loss_backward(batch, self.scaler.scale)
         if self.world_size > 1: loss = self._average_gradients(loss)
         value = loss.item()
