@@ -345,7 +345,7 @@ def train_method(
     def augmented(idx: Tensor, generator: torch.Generator) -> Batch:  # the default `draw`
         views = [augment_batch(images[idx], policy, generator) for _ in range(method.n_views)]
         return Batch(views, idx, labels[idx], generator)
-    draw = draw or augmented
+    if draw is None: draw = augmented
     method.train()
     history = []
     with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc,
