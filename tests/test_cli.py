@@ -2,6 +2,7 @@
 weights, a corrupt checkpoint, and bad settings refused with one clear line before any work."""
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -303,3 +304,27 @@ def test_resume_of_a_finished_run_says_so_and_epochs_extends_it(tmp_path, capsys
     report = json.loads(out)
     assert report['step'] == 18 and report['segments'] == [[0, 2], [2, 3]]
     assert report == json.loads((tmp_path / 'r' / 'report.json').read_text())
+
+def test_resume_with_a_config_file_or_run_dir_names_what_was_given(tmp_path, capsys, monkeypatch):
+    # --resume refuses --config and --run-dir too, and its message names the one given
+    monkeypatch.chdir(tmp_path)
+    for extra in (['--config', 'c.toml'], ['--run-dir', 'elsewhere']):
+        code, _, err = run_main(capsys, 'train', '--resume', 'r', *extra)
+        assert code == 2 and f"(got ['{extra[1]}'])" in err, err
+
+def test_evaluate_checks_its_run_folder_first(tmp_path, capsys, monkeypatch):
+    # evaluate writes evaluation.json into RUN_DIR: a file there is refused as such, in one line
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'file').write_text('')
+    code, _, err = run_main(capsys, 'evaluate', 'file')
+    assert code == 2 and 'is a file, not a folder' in err and len(err.strip().splitlines()) == 1
+
+def test_evaluate_reports_the_step_and_loss_of_its_checkpoint(tmp_path, capsys, monkeypatch):
+    # evaluate restores the checkpoint's step and loss history, not only its weights
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_main(capsys, 'train', *TINY, '--run-dir', 'r')
+    trained = json.loads(out)
+    code, out, err = run_main(capsys, 'evaluate', 'r', '--device', 'cpu')
+    evaluated = json.loads(out)
+    assert code == 0 and evaluated['step'] == trained['step'] > 0, err
+    assert math.isclose(evaluated['final_loss'], trained['final_loss'], rel_tol=1e-6)

@@ -422,3 +422,7 @@ def test_hardness_schedule():
         hardness_schedule(0, 3, 0.0, 1.0, warmup_steps=4)
     with pytest.raises(ValueError, match='step'):
         hardness_schedule(-1, 3, 0.0, 1.0)
+
+def test_the_last_warm_up_step_returns_start_itself():
+    # step == warmup_steps returns `start`, not start + (end − start)·0, which overflows to NaN here
+    assert hardness_schedule(3, 6, -1e308, 1e308, warmup_steps=3) == -1e308
