@@ -97,6 +97,13 @@ def test_hashed_ngrams_count_and_range():
     assert ids.dtype == torch.int64 and ids.min() >= 0 and ids.max() < 97
 
 
+def test_char_ngrams_must_be_a_pair_tuple():
+    "A list or a triple is refused, not read as (lo, hi) with the rest ignored (or -> and)."
+    for bad in ([3, 5], (3, 4, 5)):
+        with pytest.raises(TypeError, match=r'char_ngrams must be a \(shortest, longest\) tuple'):
+            T.hashed_ngrams('charged twice', char_ngrams=bad)
+
+
 def test_hashed_ngrams_same_in_another_process():
     "CRC32 ids do not depend on the process (Python's hash() would)."
     code = ("from contrastive_nb.text import hashed_ngrams; "
@@ -240,6 +247,21 @@ def test_bootstrap_ci_covers_and_is_seeded():
     assert np.allclose(T.bootstrap_ci([1.0, 1.0, 1.0]), (1.0, 1.0, 1.0))
 
 
+def test_bootstrap_ci_each_tail_is_half_of_the_rest():
+    "Each end of the 95 % interval lies 1.96 SE from the mean (guards the (1 -/+ level) / 2 tails)."
+    values = np.random.default_rng(0).random(400)
+    se = values.std() / np.sqrt(len(values))
+    mean, low, high = T.bootstrap_ci(values, n_boot=20000)
+    assert abs((mean - low) / (1.959964 * se) - 1) < 0.03
+    assert abs((high - mean) / (1.959964 * se) - 1) < 0.03
+
+
+def test_bootstrap_ci_refuses_a_column():
+    "A (Q, 1) array is refused as not 1-D, even though it is numeric (mutation: or -> and)."
+    with pytest.raises(TypeError, match='1-D'):
+        T.bootstrap_ci(np.ones((5, 1)))
+
+
 # --- splits, leaks, generator ---------------------------------------------------------------------------
 
 def test_split_by_message(tickets):
@@ -250,6 +272,14 @@ def test_split_by_message(tickets):
     again = T.split_by_message(tickets, 2, seed=5)[1]
     assert again.equals(queries)
     assert not T.split_by_message(tickets, 2, seed=6)[1].equals(queries)
+
+
+def test_split_by_message_refuses_a_problem_of_exactly_k_tickets(tickets):
+    "k queries from a problem of k tickets would leave it out of the corpus (guards sizes <= k)."
+    few = tickets[tickets.problem_id.isin(['P001', 'P002', 'P003'])]
+    k = int(few.groupby('problem_id').size().min())
+    with pytest.raises(ValueError, match='leaves no corpus ticket'):
+        T.split_by_message(few, k)
 
 
 def test_no_leak_check_finds_planted_duplicate(tickets):
@@ -288,6 +318,18 @@ def test_paraphrases_use_only_their_problem(tickets):
         words = set().union(*(T.tokenize(text_of[s]) for s in sources.split('+')))
         assert set(T.tokenize(text)) <= words
     assert not gen.equals(T.paraphrase_tickets(corpus, 4, seed=3, synonym_p=0.0, drop_p=0.0))
+
+
+def test_paraphrase_joins_clause_windows_of_both_tickets(tickets):
+    "Without synonyms or deletions a text is clauses i-1..i of one source, j..j+1 of the other."
+    corpus, _ = T.split_by_message(tickets, 2, seed=1)
+    gen = T.paraphrase_tickets(corpus, 4, seed=2, synonym_p=0.0, drop_p=0.0)
+    text_of = dict(zip(corpus.ticket_id, corpus.text))
+    for text, sources in zip(gen.text, gen.sources):
+        a, b = (T._CLAUSE.split(text_of[s]) for s in sources.split('+'))
+        windows = {tuple(T.tokenize(' '.join(a[max(0, i - 1):i + 1] + b[j:j + 2])))
+                   for i in range(len(a)) for j in range(len(b))}
+        assert tuple(T.tokenize(text)) in windows, (text, sources)
 
 
 def test_paraphrase_synonym_table_is_checked(tickets):
