@@ -92,6 +92,12 @@ def test_half_precision_is_computed_in_float32():
             assert loss.dtype == torch.float32 and torch.isfinite(loss)
             assert abs(loss - clip_loss(zi, zt, 0.01, ids)) < 0.05 * clip_loss(zi, zt, 0.01, ids)
 
+def test_empty_embeddings_are_refused_by_name():
+    "No pairs is an error naming the argument (guards nonempty=True in the shared row check)."
+    for ids in (None, torch.zeros(0, dtype=torch.long)):
+        with pytest.raises(ValueError, match='image_embeddings is empty'):
+            clip_loss(torch.empty(0, 4), torch.empty(0, 4), caption_ids=ids)
+
 # --- captions -----------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope='module')
@@ -192,6 +198,16 @@ def test_crop_views_move_the_factors_with_the_object():
     assert (vy - torch.tensor(moved.y.to_numpy(), dtype=torch.float32)).abs()[whole].max() < 1 / 32
     assert (zoom >= 1 - 1e-6).all() and (zoom <= 2 ** 0.5 + 1e-6).all()  # areas in [0.5, 1]
 
+def test_crop_views_scale_uint8_images_to_float():
+    "uint8 pixels give the crops of pixels / 255 (guards check_image_batch in crop_views)."
+    data = make_shapes(6, size=16, seed=2)
+    u8 = (data.images * 255).round().to(torch.uint8)
+    views, _ = crop_views(u8, data.factors, generator=torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(0)
+    floats, _ = crop_views(u8.float() / 255, data.factors, generator=g)
+    assert views.dtype == torch.float32
+    torch.testing.assert_close(views, floats, atol=1e-6, rtol=1e-5)
+
 # --- zero-shot and retrieval ---------------------------------------------------------------------------------------
 
 def test_zero_shot_predict_is_the_brute_force_argmax():
@@ -217,6 +233,15 @@ def test_class_embeddings_average_unit_prompt_embeddings_and_keep_the_mode():
     single = class_embeddings(model, [p[0] for p in prompts])
     with torch.no_grad():
         torch.testing.assert_close(single, F.normalize(model.encode_text([p[0] for p in prompts]), dim=1))
+
+def test_class_embeddings_of_two_classes():
+    "Two classes are enough for a zero-shot classifier (guards len(prompts) < 2, not <= 2)."
+    torch.manual_seed(0)
+    model = TinyCLIP(width=4, blocks=2, embed_dim=8)
+    weights = class_embeddings(model, class_prompts('size'))
+    assert weights.shape == (2, 8)
+    with pytest.raises(ValueError, match='at least 2 classes'):
+        class_embeddings(model, class_prompts('size')[:1])
 
 def test_recall_at_k_against_brute_force():
     g = torch.Generator().manual_seed(8)
@@ -251,6 +276,16 @@ def test_recall_at_k_ties_count_against_the_query():
     tied = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
     assert recall_at_k(tied[:1], tied, torch.tensor([0]), torch.tensor([0, 1, 1]), (1, 2)) == {1: 0.0, 2: 1.0}
 
+def test_recall_at_k_names_the_query_without_a_relevant_key_and_bounds_ks():
+    "The message names the query row (guards any(1)); a cut-off past the keys is refused."
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(3, 4, generator=g), torch.randn(5, 4, generator=g)
+    keys = torch.tensor([0, 1, 1, 0, 2])
+    with pytest.raises(ValueError, match=r'query_ids\[1\] = 9 occurs nowhere in key_ids'):
+        recall_at_k(q, k, torch.tensor([0, 9, 1]), keys, (1,))
+    with pytest.raises(ValueError, match=r'ks must lie in \[1, 5\], got 6'):
+        recall_at_k(q, k, torch.tensor([0, 1, 1]), keys, (1, 6))
+
 # --- training ---------------------------------------------------------------------------------------------------
 
 def tiny_run(**options):
@@ -281,6 +316,18 @@ def test_temperature_parameter_is_clamped_after_every_step():
     _, model = tiny_run(lr=5.0)
     assert model.temperature.log_scale.item() <= math.log(100) + 1e-6
     assert model.temperature.log_scale.item() >= 0 - 1e-6
+
+def test_train_clip_on_exactly_one_batch_of_uint8_images():
+    "N == batch_size is one step (guards < not <=); uint8 without crops trains as pixels / 255."
+    data = make_shapes(16, size=8, seed=3)
+    u8 = (data.images * 255).round().to(torch.uint8)
+    runs = []
+    for images in (u8, u8.float() / 255):
+        torch.manual_seed(0)
+        model = TinyCLIP(width=4, blocks=2, embed_dim=8)
+        runs.append(train_clip(model, images, data.factors, views='none', epochs=1, batch_size=16,
+                               progress=False))
+    assert len(runs[0]) == 1 and same_history(*runs)
 
 # --- factors without the columns a function reads ---------------------------------------------------------------
 
