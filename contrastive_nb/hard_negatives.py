@@ -360,4 +360,7 @@ def hardness_schedule(
     start, end = check_number(start, 'start'), check_number(end, 'end')
     if step <= warmup_steps: return start
     progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
-    return start + (end - start) * progress
+    value = start + (end - start) * progress
+    if not math.isfinite(value):  # end − start overflowed (ends near ±1.8e308): weigh the ends
+        value = min(max(start * (1 - progress) + end * progress, min(start, end)), max(start, end))
+    return value
