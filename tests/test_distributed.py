@@ -234,6 +234,30 @@ def test_single_process_helpers():
     with pytest.raises(TypeError, match='calls must be a list'): run_calls([world])
     assert 1024 <= free_port() <= 65535
 
+def test_train_simclr_ddp_refuses_uint8_and_trains_float64_as_float32():
+    "uint8 pixels are refused by name (guards the images check); float64 trains like float32."
+    images = torch.rand(8, 3, 8, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    kwargs = dict(policy=AugmentationPolicy(size=8), steps=1, batch_size=4, width=4, blocks=2)
+    wide = train_simclr_ddp(images, **kwargs)['losses']
+    narrow = train_simclr_ddp(images.float(), **kwargs)['losses']
+    assert math.isclose(wide[0], narrow[0], rel_tol=1e-4)
+    with pytest.raises(TypeError, match='images'):
+        train_simclr_ddp((images * 255).to(torch.uint8), **kwargs)
+
+def test_grad_cache_benchmark_times_a_backward_pass_too(monkeypatch):
+    "Every timed step, plain or cached, backpropagates its loss (guards the plain step's backward)."
+    import contrastive_nb.distributed as D
+    reached = []
+    def loss_with_hook(*args, **kwargs):
+        loss = nt_xent(*args, **kwargs)
+        loss.register_hook(lambda grad: reached.append(1))  # runs when the backward reaches it
+        return loss
+    monkeypatch.setattr(D, 'nt_xent', loss_with_hook)
+    for chunk in (None, 3):
+        reached.clear()
+        grad_cache_benchmark(8, chunk, image_size=8, width=4, blocks=2, steps=2)
+        assert len(reached) == 3, chunk  # the warm-up step and the two timed ones
+
 # --- launch --------------------------------------------------------------------------------------------------------
 
 def _fails_on_rank_1() -> None:
