@@ -267,8 +267,15 @@ def test_linear_probe_constant_feature_and_random_labels(probe_data):
     assert noise < 0.5
 
 def test_linear_probe_test_labels_beyond_train_classes():
-    x, y = torch.randn(30, 4, generator=gen(7)), torch.zeros(30, dtype=torch.long)
-    assert linear_probe(x, y, x[:5], torch.full((5,), 2), epochs=2) == 0.0
+    # A test label the training set never has (2) gets an output, never predicted: its logit is only pushed down.
+    # Two classes far apart decide the rest by a wide margin (trained on one class only, the direction of the
+    # probe's weights would come from the rounding of a mean of standardised features: thread-dependent).
+    noise = 0.1 * torch.randn(40, 4, generator=gen(7))
+    x = noise + torch.tensor([3.0, 0, 0, 0]) * torch.arange(40).remainder(2).mul(2).sub(1)[:, None]
+    y = torch.arange(40).remainder(2)  # class 1 at +3, class 0 at -3 on the first feature
+    test_labels = torch.tensor([0, 0, 1, 1, 2])  # the last point sits with class 1 but is labelled 2
+    test = torch.tensor([[-3.0, 0, 0, 0], [-3.0, 0, 0, 0], [3.0, 0, 0, 0], [3.0, 0, 0, 0], [3.0, 0, 0, 0]])
+    assert linear_probe(x, y, test, test_labels, epochs=20) == pytest.approx(0.8)
 
 @pytest.mark.parametrize('kwargs,error,match', [
     (dict(train_labels=torch.zeros(10, dtype=torch.long)), ValueError, r'train_labels must have shape \(600,\)'),
