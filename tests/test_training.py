@@ -112,7 +112,7 @@ CHANGED = {'simclr': dict(temperature=0.3, chunk_size=3),
            'debiased': dict(temperature=0.3, tau_plus=0.2),
            'hcl': dict(temperature=0.3, tau_plus=0.2, beta=0.5),
            'supcon': dict(temperature=0.3),
-           'simclr_global': dict(temperature=0.3, grad_cache_chunk=4, chunk_size=3)}
+           'simclr_global': dict(temperature=0.3, grad_cache_chunk=4, chunk_size=3, gather='no_grad')}
 
 def test_changed_options_cover_every_option_of_every_built_in_method():
     assert sorted(CHANGED) == sorted(BUILTIN_METHODS)
