@@ -34,7 +34,7 @@ class Batch:
     indices: Tensor # (B,) row of each source in the training set
     labels: Tensor # (B,) class of each source (only supervised methods read it)
     generator: torch.Generator # the run's CPU generator, for the method's random choices
-    texts: list[str] | None = None # (B,) captions of the sources, for an image–text method
+    texts: list | None = None # (B,) caption strings of the sources, for an image–text method
 
 # %% ../nbs/methods.ipynb #b4ebfb65
 @dataclasses.dataclass(frozen=True)
