@@ -22,10 +22,10 @@ from contrastive_nb.training import latest_checkpoint
 
 @pytest.mark.slow
 def test_sigint_prints_where_it_stopped_and_the_command_that_goes_on(tmp_path):
-    # 180 training images at a batch of 16: 11 steps per epoch, 132 in all; a checkpoint every 3 steps. The steps
-    # after the first checkpoint are the window for the signal: at 44 steps a fast CPU (1 thread: ~3 500 images/s)
-    # finished the run before the signal landed.
-    args = [*TINY, '--n-train', '200', '--batch-size', '16', '--epochs', '12', '--checkpoint-every', '3']
+    # 180 training images at a batch of 16: 11 steps per epoch, 440 in all; a checkpoint every 3 steps. The steps
+    # after the first checkpoint are the window for the signal: with 44 (and even 132) a fast CPU (1 thread: ~3 500
+    # images/s) finished the run before the signal landed, on a loaded machine.
+    args = [*TINY, '--n-train', '200', '--batch-size', '16', '--epochs', '40', '--checkpoint-every', '3']
     assert cli('train', *args, '--run-dir', 'whole', cwd=tmp_path).returncode == 0
     proc = subprocess.Popen([sys.executable, '-m', 'contrastive_nb.cli', 'train', *args, '--run-dir', 'stopped'],
                             cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -37,7 +37,7 @@ def test_sigint_prints_where_it_stopped_and_the_command_that_goes_on(tmp_path):
     assert proc.returncode == 130, (proc.returncode, err)
     assert 'Traceback' not in err and out == ''
     line = err.strip().splitlines()[-1]  # after the 'training ... in stopped' line
-    assert line.startswith('contrastive-nb train: interrupted at step ') and line.endswith(' of 132; it goes on '
+    assert line.startswith('contrastive-nb train: interrupted at step ') and line.endswith(' of 440; it goes on '
         f'from its checkpoint {latest_checkpoint(tmp_path / "stopped").name} with: contrastive-nb train --resume stopped')
     assert not (tmp_path / 'stopped' / 'report.json').exists() and not list(tmp_path.rglob('*.tmp'))
     command = line.split(' with: ')[1].split()
