@@ -807,3 +807,30 @@ def test_bad_monitors_are_refused_with_a_clear_error():
     with pytest.raises(TypeError, match='monitors must map names'): Trainer(tiny(), monitors={'a b': len})
     with pytest.raises(TypeError, match="monitor 'bad' must return a number, got str"):
         Trainer(tiny(epochs=1), monitors={'bad': lambda t: 'high'}).fit()
+
+def test_a_monitor_may_return_a_one_element_tensor():
+    "A one-element tensor is read as its number (guards numel() == 1); a longer one is refused."
+    trainer = Trainer(tiny(epochs=1), monitors={'t': lambda t: torch.tensor([0.25])})
+    assert math.isclose(trainer.fit()['monitors']['t'], 0.25)
+    with pytest.raises(TypeError, match="monitor 'v' must return a number, got Tensor"):
+        Trainer(tiny(epochs=1), monitors={'v': lambda t: torch.ones(2)}).fit()
+
+def test_a_global_batch_of_two_trains_in_one_process():
+    "Two sources per process are enough (guards batch_size < 2 * world_size, not <=)."
+    trainer = Trainer(tiny(batch_size=2, epochs=1))
+    assert trainer.local_batch == 2 and math.isfinite(trainer.train_step())
+
+def test_a_checkpoint_written_outside_fit_brings_the_settings(tmp_path):
+    "checkpoint() before any fit writes config.json and config.toml (guards _settings_to_write)."
+    trainer = Trainer(tiny(), tmp_path)
+    trainer.checkpoint()
+    saved = json.loads((tmp_path / 'config.json').read_text())
+    assert saved == json.loads(json.dumps(trainer.config.to_dict()))
+    assert (tmp_path / 'config.toml').is_file()
+
+def test_a_config_json_that_is_not_json_is_named(tmp_path):
+    "resume says the folder's config.json is not JSON (guards the message's 'is not')."
+    train(tiny(epochs=1), tmp_path)
+    (tmp_path / 'config.json').write_bytes(b'\x80 not json')
+    with pytest.raises(ValueError, match=r'config\.json is not a JSON table of settings'):
+        resume(tmp_path)
