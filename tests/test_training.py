@@ -834,3 +834,13 @@ def test_a_config_json_that_is_not_json_is_named(tmp_path):
     (tmp_path / 'config.json').write_bytes(b'\x80 not json')
     with pytest.raises(ValueError, match=r'config\.json is not a JSON table of settings'):
         resume(tmp_path)
+
+def test_a_state_without_world_size_is_read_as_one_process():
+    "A state without world_size is one process's (guards the default 1 of state.get)."
+    trainer = Trainer(tiny())
+    trainer.train_step()
+    state = trainer.state_dict()
+    del state['world_size']
+    other = Trainer(tiny())
+    other.load_state_dict(state)
+    assert other.step == 1
