@@ -108,7 +108,8 @@ def main() -> int:
     if args.sample and args.sample < total: todo = random.Random(args.seed).sample(todo, args.sample)
     with tempfile.TemporaryDirectory() as tmp:
         checkout = Path(tmp)
-        for name in ('contrastive_nb', 'tests', 'scripts', 'data', 'nbs', 'pyproject.toml'):
+        for name in ('contrastive_nb', 'tests', 'scripts', 'data', 'nbs', 'examples', 'benchmarks', 'README.md',
+                     'pyproject.toml'):  # what the tests read: the README's commands, the example method, benchmarks
             src = ROOT / name
             if src.is_dir(): shutil.copytree(src, checkout / name, ignore=shutil.ignore_patterns('__pycache__'))
             else: shutil.copy(src, checkout / name)
