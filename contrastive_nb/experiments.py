@@ -1,5 +1,4 @@
-"""The standard every lesson's experiment meets, the paired interval that reads it, and the claims table built from
-the lessons' own outputs.
+"""The standard every experiment meets, the paired interval that reads it, and the claims table.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/experiments.html.md"""
 
