@@ -35,9 +35,9 @@ from .models import (NORMS, ProjectionHead, SmallCNN, resnet18_small,
                                    values_unchecked)
 
 # %% auto #0
-__all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'TRAIN_POLICY', 'CHECKPOINT_FORMAT',
-           'RUNTIME_SETTINGS', 'register_dataset', 'load_datasets', 'TrainConfig', 'select_device', 'world',
-           'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint',
+__all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'LARS_SETTINGS', 'TRAIN_POLICY',
+           'CHECKPOINT_FORMAT', 'RUNTIME_SETTINGS', 'register_dataset', 'load_datasets', 'TrainConfig', 'select_device',
+           'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint',
            'load_latest_checkpoint', 'check_run_dir', 'Trainer', 'latest_checkpoint', 'train', 'resume']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
@@ -109,16 +109,19 @@ def load_datasets(
     return {'train': train.subset(order[n_val:].sort().values),
             'val': train.subset(order[:n_val].sort().values), 'test': test}
 
-# %% ../nbs/09_training.ipynb #ce57767f
+# %% ../nbs/09_training.ipynb #edb710b4
 PRECISIONS = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 OPTIMIZERS = ('adam', 'adamw', 'sgd', 'lars')
 SCHEDULES = ('constant', 'cosine')
 ENCODERS = ('small_cnn', 'resnet18')
 DEVICES = ('auto', 'cpu', 'cuda', 'mps')
+# LARS's settings and their defaults (the values every run before they existed used)
+LARS_SETTINGS = {'lars_trust': 1e-3, 'lars_clip': False, 'lars_exclude_bias_norm': True}
 # lesson 03's views of Shapes: crops of at least 30 % of the image, strong colour distortion
 TRAIN_POLICY = AugmentationPolicy(scale=(0.3, 1.0), jitter_strength=1.0, grayscale_p=0.5,
                                   blur_p=0.5)
 
+# %% ../nbs/09_training.ipynb #ce57767f
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     "Every setting of a training run: checked when made, saved with the run."
@@ -141,7 +144,10 @@ class TrainConfig:
     epochs: int = 10 # passes over the training images
     optimizer: str = 'adam' # adam, adamw, sgd (momentum 0.9) or lars (LARS-style SGD)
     lr: float = 1e-3 # peak learning rate
-    weight_decay: float = 1e-6 # weight decay
+    weight_decay: float = 1e-6 # weight decay (lars: not on biases and norms by default)
+    lars_trust: float = 1e-3 # lars: η, the trust coefficient (solo-learn's CIFAR recipe: 0.02)
+    lars_clip: bool = False # lars: a layer's rate is min(ratio, lr), not lr · ratio (clip_lr)
+    lars_exclude_bias_norm: bool = True # lars: biases and norm weights get a plain step, no decay
     schedule: str = 'constant' # constant, or cosine decay to 0
     warmup_epochs: int = 0 # epochs of linear warm-up before the schedule
     device: str = 'auto' # auto, cpu, cuda or mps
@@ -236,6 +242,11 @@ def _check_ranges(c: TrainConfig) -> None:
     check_number(c.val_fraction, 'val_fraction', 0.0, 1.0, high_open=True)
     check_number(c.lr, 'lr', low=0.0, low_open=True)
     check_number(c.weight_decay, 'weight_decay', low=0.0)
+    check_number(c.lars_trust, 'lars_trust', low=0.0, low_open=True)
+    changed = [n for n in LARS_SETTINGS if getattr(c, n) != LARS_SETTINGS[n]]
+    if changed and c.optimizer != 'lars':
+        raise ValueError(f"{', '.join(changed)} set with optimizer {c.optimizer!r}: the lars_ "
+                         "settings are read by optimizer='lars' only")
     if c.warmup_epochs >= c.epochs and c.warmup_epochs:
         raise ValueError(f"warmup_epochs ({c.warmup_epochs}) must be fewer than epochs "
                          f"({c.epochs})")
@@ -301,18 +312,22 @@ def lr_factor(
     return 0.5 * (1 + math.cos(math.pi * progress))
 
 class LARS(torch.optim.Optimizer):
-    "LARS-style SGD (You et al. 2017): each weight's step scaled by ‖w‖ / ‖∇ + λw‖."
+    "SGD with a layer-wise rate η‖w‖ / ‖∇ + λw‖ (SimCLR's form of You et al.'s LARS)."
     def __init__(self,
                  params, # parameters or parameter groups
                  lr: float, # learning rate
                  momentum: float = 0.9, # heavy-ball momentum
-                 weight_decay: float = 0.0, # λ, on weights only (not biases or norms)
+                 weight_decay: float = 0.0, # λ (not on biases or norms, unless included below)
                  trust: float = 1e-3, # η, the trust coefficient
+                 clip: bool = False, # rate min(ratio, lr), not lr · ratio (solo-learn's clip_lr)
+                 exclude_bias_norm: bool = True, # 1-d parameters: plain SGD step, no decay
                 ):
         lr = check_number(lr, 'lr', low=0.0, low_open=True)
         defaults = dict(lr=lr, momentum=check_number(momentum, 'momentum', 0.0, 1.0),
                         weight_decay=check_number(weight_decay, 'weight_decay', low=0.0),
-                        trust=check_number(trust, 'trust', low=0.0, low_open=True))
+                        trust=check_number(trust, 'trust', low=0.0, low_open=True),
+                        clip=check_bool(clip, 'clip'),
+                        exclude_bias_norm=check_bool(exclude_bias_norm, 'exclude_bias_norm'))
         super().__init__(params, defaults)
 
     @torch.no_grad()
@@ -323,11 +338,12 @@ class LARS(torch.optim.Optimizer):
             for p in group['params']:
                 if p.grad is None: continue
                 d = p.grad
-                if p.ndim > 1:  # weights: decay, then the layer-wise trust ratio
+                if p.ndim > 1 or not group['exclude_bias_norm']:  # decay, then the ratio
                     d = d.add(p, alpha=group['weight_decay'])
                     w, g = torch.linalg.vector_norm(p), torch.linalg.vector_norm(d)
-                    ratio = torch.where((w > 0) & (g > 0), group['trust'] * w / g, 1.0)
-                    d = d * ratio
+                    ratio = group['trust'] * w / g
+                    if group['clip']: ratio = torch.clamp(ratio / group['lr'], max=1.0)  # · lr below
+                    d = d * torch.where((w > 0) & (g > 0), ratio, 1.0)
                 state = self.state[p]
                 if 'momentum_buffer' not in state: state['momentum_buffer'] = d.clone()
                 else: state['momentum_buffer'].mul_(group['momentum']).add_(d)
@@ -448,7 +464,8 @@ def _optimizer(config: TrainConfig, parameters: list[Tensor]) -> torch.optim.Opt
     if config.optimizer == 'adamw': return torch.optim.AdamW(parameters, lr=lr, weight_decay=wd)
     if config.optimizer == 'sgd':
         return torch.optim.SGD(parameters, lr=lr, momentum=0.9, weight_decay=wd)
-    return LARS(parameters, lr=lr, weight_decay=wd)
+    return LARS(parameters, lr=lr, weight_decay=wd, trust=config.lars_trust,
+                clip=config.lars_clip, exclude_bias_norm=config.lars_exclude_bias_norm)
 
 # %% ../nbs/09_training.ipynb #3f724cad
 def _check_monitors(monitors) -> dict[str, Callable]:
@@ -531,7 +548,8 @@ def _flat(values: dict, prefix: str = '') -> dict:
 
 def _setting_differences(saved: dict, values: dict) -> str:
     "The settings that change the result on which two runs differ: 'lr (0.01 vs 0.001)', or ''."
-    saved, values = _flat(saved), _flat(values)
+    # a run saved before the LARS settings existed ran with their defaults
+    saved, values = _flat({**LARS_SETTINGS, **saved}), _flat({**LARS_SETTINGS, **values})
     differ = sorted(k for k in saved.keys() | values.keys()
                     if k not in RUNTIME_SETTINGS and saved.get(k) != values.get(k))
     return ', '.join(f"{k} ({saved.get(k)!r} vs {values.get(k)!r})" for k in differ)
@@ -876,8 +894,35 @@ class _Build:
             raise ValueError(f"the processes read different versions of the method file "
                              f"{self.method_file['path']}: give every process the same file")
 
+# %% ../nbs/09_training.ipynb #8dc04dd5
+class _Schedule:
+    "The learning-rate schedule of a run, segment by segment."
+    def _lr_factor(self, step: int) -> float:
+        "The schedule: in each segment, a warm-up then the cosine (or constant) from the base lr."
+        bounds = [0] + [e * self.steps_per_epoch for e in self.segments]
+        i = max(k for k in range(len(self.segments)) if bounds[k] <= step)
+        warmup = self.config.warmup_epochs * self.steps_per_epoch
+        return lr_factor(step - bounds[i], bounds[i + 1] - bounds[i], warmup, self.config.schedule)
+
+    def extend(self,
+               epochs: int, # the run's new length, more epochs than it has
+              ) -> None:
+        "Lengthen a finished run by a new segment: warm-up and schedule again from the base lr."
+        old, epochs = self.config.epochs, check_int(epochs, 'epochs')
+        if self.step < self.total_steps:
+            raise ValueError(f"the run is not finished (step {self.step} of {self.total_steps}): "
+                             "resume it to its end, then extend it")
+        if epochs - old <= self.config.warmup_epochs:
+            raise ValueError(f"epochs must be more than the run's {old} + warmup_epochs "
+                             f"({self.config.warmup_epochs}) to extend it, got {epochs}")
+        self.config = dataclasses.replace(self.config, epochs=epochs)
+        self.segments.append(epochs)
+        self.total_steps = epochs * self.steps_per_epoch
+        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
+            group['lr'] = base * self._lr_factor(self.step)  # the new segment's first rate
+
 # %% ../nbs/09_training.ipynb #22e1ee95
-class Trainer(_Build, _Step, _State, _Loop, _Measures):
+class Trainer(_Build, _Step, _State, _Loop, _Measures, _Schedule):
     "One training run of any registered method on any registered dataset, resumable exactly."
     def __init__(self,
                  config: TrainConfig, # the settings
@@ -920,30 +965,6 @@ class Trainer(_Build, _Step, _State, _Loop, _Measures):
         self.step, self.order, self.history, self.monitor, self.monitored = 0, None, [], [], []
         # what run_dir's config.json must hold for this run to go on there (None: a new run)
         self._folder_settings, self._settings_to_write = None, True
-
-    def _lr_factor(self, step: int) -> float:
-        "The schedule: in each segment, a warm-up then the cosine (or constant) from the base lr."
-        bounds = [0] + [e * self.steps_per_epoch for e in self.segments]
-        i = max(k for k in range(len(self.segments)) if bounds[k] <= step)
-        warmup = self.config.warmup_epochs * self.steps_per_epoch
-        return lr_factor(step - bounds[i], bounds[i + 1] - bounds[i], warmup, self.config.schedule)
-
-    def extend(self,
-               epochs: int, # the run's new length, more epochs than it has
-              ) -> None:
-        "Lengthen a finished run by a new segment: warm-up and schedule again from the base lr."
-        old, epochs = self.config.epochs, check_int(epochs, 'epochs')
-        if self.step < self.total_steps:
-            raise ValueError(f"the run is not finished (step {self.step} of {self.total_steps}): "
-                             "resume it to its end, then extend it")
-        if epochs - old <= self.config.warmup_epochs:
-            raise ValueError(f"epochs must be more than the run's {old} + warmup_epochs "
-                             f"({self.config.warmup_epochs}) to extend it, got {epochs}")
-        self.config = dataclasses.replace(self.config, epochs=epochs)
-        self.segments.append(epochs)
-        self.total_steps = epochs * self.steps_per_epoch
-        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
-            group['lr'] = base * self._lr_factor(self.step)  # the new segment's first rate
 
 # %% ../nbs/09_training.ipynb #6a2de638
 def latest_checkpoint(

@@ -7,14 +7,15 @@ import torch
 from test_bad_input import Case, _mod
 
 CONSTANTS = {'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'TRAIN_POLICY',
-             'CHECKPOINT_FORMAT', 'CheckpointError', 'RUNTIME_SETTINGS'}
+             'CHECKPOINT_FORMAT', 'CheckpointError', 'RUNTIME_SETTINGS', 'LARS_SETTINGS'}
 
 AUGMENT = dict(size=8, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), flip_p=0.5, jitter_strength=0.5, jitter_p=0.8,
                grayscale_p=0.2, blur_p=0.5, blur_sigma=(0.1, 2.0))
 OPTIONS = dict(temperature=0.5, chunk_size=0)  # SimCLR's
 SETTINGS = dict(method='simclr', options=OPTIONS, dataset='shapes', data_root='', n_train=24, n_test=8, data_seed=0,
                 val_fraction=0.25, augment=AUGMENT, encoder='small_cnn', width=4, blocks=2, norm='batch',
-                head_hidden=8, embed_dim=4, batch_size=6, epochs=1, optimizer='adam', lr=1e-3, weight_decay=1e-6,
+                head_hidden=8, embed_dim=4, batch_size=6, epochs=1, optimizer='lars', lr=1e-3, weight_decay=1e-6,
+                lars_trust=0.02, lars_clip=True, lars_exclude_bias_norm=False,
                 schedule='cosine', warmup_epochs=0, device='cpu', precision='float32', channels_last=False,
                 compile=False, threads=1, seed=0, knn_every=1, knn_k=5, checkpoint_every=0, progress=False)
 CHOICES = ('method', 'dataset', 'encoder', 'norm', 'optimizer', 'schedule', 'device', 'precision')
@@ -46,11 +47,11 @@ def cases():
     def threads(n):
         with t.cpu_threads(n): return torch.get_num_threads()
 
-    def lars_step(lr, momentum, weight_decay, trust):
-        w = torch.nn.Parameter(torch.ones(2, 2))
-        w.grad = torch.full((2, 2), 0.5)
-        t.LARS([w], lr, momentum, weight_decay, trust).step()
-        return w.detach()
+    def lars_step(lr, momentum, weight_decay, trust, clip, exclude_bias_norm):
+        w, b = torch.nn.Parameter(torch.ones(2, 2)), torch.nn.Parameter(torch.ones(2))
+        w.grad, b.grad = torch.full((2, 2), 0.5), torch.full((2,), 0.5)
+        t.LARS([w, b], lr, momentum, weight_decay, trust, clip, exclude_bias_norm).step()
+        return torch.cat([w.detach().flatten(), b.detach()])
 
     def with_table(table: str):
         "A TrainConfig with one table's settings as the arguments: each is checked by the table's own class."
@@ -69,7 +70,8 @@ def cases():
         'select_device': [Case(t.select_device, dict(device='cpu'), choices=('device',))],
         'cpu_threads': [Case(threads, dict(n=1))],
         'lr_factor': [Case(t.lr_factor, dict(step=3, total=10, warmup=2, schedule='cosine'), choices=('schedule',))],
-        'LARS': [Case(lars_step, dict(lr=0.1, momentum=0.9, weight_decay=1e-4, trust=1e-3))],
+        'LARS': [Case(lars_step, dict(lr=0.1, momentum=0.9, weight_decay=1e-4, trust=1e-3, clip=True,
+                                     exclude_bias_norm=False))],
         'save_checkpoint': [Case(t.save_checkpoint, dict(state={'model': {}, 'step': 1}, path=str(_tmp() / 'c.pt')),
                                  os_errors=True)],
         'load_checkpoint': [Case(t.load_checkpoint, dict(path=checkpoint), os_errors=True,

@@ -185,6 +185,80 @@ def test_lars_scales_each_weight_step_by_the_trust_ratio():
     # ‖w‖ = 6, ‖g‖ = 200: the step is 0.01 · 6/200 · g = 0.03 per entry; the bias takes the plain step
     assert torch.allclose(w, torch.full((2, 2), 2.97)) and torch.allclose(b, torch.full((2,), -99.0))
 
+def _one_lars_step(grad: float, **knobs) -> tuple[torch.Tensor, torch.Tensor]:
+    "A 2×2 weight of 3s and a bias of 1s after one LARS step (lr 0.4, no momentum, λ = 1e-4)."
+    w, b = torch.nn.Parameter(torch.full((2, 2), 3.0)), torch.nn.Parameter(torch.ones(2))
+    w.grad, b.grad = torch.full((2, 2), grad), torch.full((2,), grad)
+    LARS([w, b], lr=0.4, momentum=0.0, weight_decay=1e-4, **knobs).step()
+    return w.detach(), b.detach()
+
+def test_lars_clip_makes_each_layers_rate_the_ratio_capped_at_lr():
+    # a small gradient: the ratio 0.02 · 6 / ‖g + λw‖ = 46 exceeds lr, so the clipped step is lr · (g + λw)
+    d = 1e-3 + 1e-4 * 3.0
+    ratio = 0.02 * 6.0 / (2 * d)
+    clipped, _ = _one_lars_step(1e-3, trust=0.02, clip=True)
+    free, _ = _one_lars_step(1e-3, trust=0.02)
+    assert torch.allclose(3.0 - clipped, torch.full((2, 2), 0.4 * d), rtol=2e-3)
+    assert torch.allclose(3.0 - free, torch.full((2, 2), 0.4 * ratio * d), rtol=1e-3)
+    # a large gradient: the ratio 0.02 · 6 / ‖g + λw‖ = 0.06 is below lr, and it is the rate by itself (no lr factor)
+    d, ratio = 1.0 + 1e-4 * 3.0, 0.02 * 6.0 / (2 * (1.0 + 1e-4 * 3.0))
+    assert torch.allclose(3.0 - _one_lars_step(1.0, trust=0.02, clip=True)[0], torch.full((2, 2), ratio * d))
+    assert torch.allclose(3.0 - _one_lars_step(1.0, trust=0.02)[0], torch.full((2, 2), 0.4 * ratio * d))
+
+def test_lars_clip_reads_the_scheduled_rate_of_its_group():
+    "The cap is the group's current lr (what the schedule set), not the lr it was made with."
+    w = torch.nn.Parameter(torch.ones(2, 2))
+    opt = LARS([w], lr=0.4, momentum=0.0, trust=0.02, clip=True)
+    opt.param_groups[0]['lr'] = 0.1
+    w.grad = torch.full((2, 2), 0.01)  # the ratio 0.02 · 2 / 0.02 = 2 exceeds both rates
+    opt.step()
+    assert torch.allclose(1.0 - w.detach(), torch.full((2, 2), 0.1 * 0.01), rtol=1e-3)
+
+def test_lars_biases_and_norms_are_excluded_unless_asked():
+    _, plain = _one_lars_step(1.0, trust=0.02)
+    _, included = _one_lars_step(1.0, trust=0.02, exclude_bias_norm=False)
+    assert torch.allclose(1.0 - plain, torch.full((2,), 0.4))  # plain SGD, no decay
+    # included: decay, then the ratio 0.02 · ‖b‖ / ‖g + λb‖ = 0.02 / (1 + 1e-4)
+    assert torch.allclose(1.0 - included, torch.full((2,), 0.4 * 0.02), rtol=1e-4)
+    # with no weight decay and no ratio an excluded bias moves by exactly lr · g; decay alone would move it more
+    w, b = torch.nn.Parameter(torch.ones(2, 2)), torch.nn.Parameter(torch.ones(2))
+    w.grad, b.grad = torch.ones(2, 2), torch.ones(2)
+    LARS([w, b], lr=0.5, momentum=0.0, weight_decay=0.1).step()
+    assert torch.allclose(b.detach(), torch.full((2,), 0.5))
+
+def test_the_lars_settings_reach_the_optimiser_and_change_the_run():
+    config = dict(optimizer='lars', lr=0.01, weight_decay=1e-4)
+    trainer = Trainer(tiny(**config, lars_trust=0.02, lars_clip=True, lars_exclude_bias_norm=False))
+    group = trainer.optimizer.param_groups[0]
+    assert (group['trust'], group['clip'], group['exclude_bias_norm']) == (0.02, True, False)
+    assert Trainer(tiny(**config)).optimizer.param_groups[0]['trust'] == 1e-3  # the default: You et al.'s
+    base = train(tiny(**config, lars_trust=0.02))
+    for changed in (dict(lars_trust=0.05), dict(lars_clip=True), dict(lars_exclude_bias_norm=False)):
+        other = train(tiny(**config, **{'lars_trust': 0.02, **changed}))  # each knob alone changes the run
+        assert not same_weights(weights(base.method), weights(other.method)), changed
+
+def test_a_checkpoint_saved_before_the_lars_settings_existed_loads_with_their_defaults(tmp_path):
+    trainer = Trainer(tiny(), tmp_path)
+    trainer.fit()
+    state = load_checkpoint(latest_checkpoint(tmp_path))
+    for name in training.LARS_SETTINGS: del state['config'][name]
+    save_checkpoint(state, latest_checkpoint(tmp_path))
+    Trainer(tiny()).load_state_dict(state)  # the older run ran with the defaults: the same settings
+    with pytest.raises(CheckpointError, match=r'lars_trust \(0.001 vs 0.02\)'):
+        Trainer(tiny(optimizer='lars', lars_trust=0.02)).load_state_dict(state)
+    saved = json.loads((tmp_path / 'config.json').read_text())
+    for name in training.LARS_SETTINGS: del saved[name]
+    (tmp_path / 'config.json').write_text(json.dumps(saved))
+    assert resume(tmp_path, epochs=4).step == 4 * trainer.steps_per_epoch  # config.json without them too
+
+def test_every_setting_has_a_meaning_on_its_line():
+    "Lesson 09's settings table and `contrastive-nb train --help` read each field's comment: none may be missing."
+    import inspect, re
+    meaning = dict(re.findall(r'^    (\w+): [^=]+= .*?# (.+)$', inspect.getsource(TrainConfig), flags=re.MULTILINE))
+    assert [f.name for f in dataclasses.fields(TrainConfig) if not meaning.get(f.name, '').strip()] == []
+    from contrastive_nb.cli import option_help
+    assert option_help(TrainConfig) == meaning  # the command line reads the same comments
+
 @pytest.mark.parametrize('optimizer', ['adamw', 'sgd', 'lars'])
 def test_other_optimisers_train(optimizer):
     trainer = train(tiny(optimizer=optimizer, lr=0.05 if optimizer != 'adamw' else 1e-3))
@@ -361,6 +435,11 @@ def test_training_imports_no_lesson_module():
     (dict(dataset='cifar10'), ValueError, 'needs data_root'),
     (dict(method='debiased', options={'tau_plus': 1.0}), ValueError, 'tau_plus'),
     (dict(threads=-1), ValueError, 'threads'),
+    (dict(optimizer='lars', lars_trust=0.0), ValueError, 'lars_trust'),
+    (dict(optimizer='lars', lars_clip=1), TypeError, 'lars_clip'),
+    (dict(lars_trust=0.02), ValueError, r"lars_trust set with optimizer 'adam'"),
+    (dict(optimizer='sgd', lars_clip=True, lars_exclude_bias_norm=False), ValueError,
+     r"lars_clip, lars_exclude_bias_norm set with optimizer 'sgd'"),
     # a method's own options, checked by its options class
     (dict(options={'queue_size': 16}), ValueError,
      r"unknown setting\(s\) \['queue_size'\] for SimCLROptions; its settings are \['temperature', 'chunk_size'\]"),
