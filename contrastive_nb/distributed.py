@@ -69,7 +69,7 @@ GATHERS = ('exact', 'no_grad', 'own_slice')
 
 def all_gather_rows(
     x: Tensor, # (N, ...) this process's rows; N, shape and dtype equal in every process
-    gather: str = 'exact', # 'exact', 'no_grad' (torch's all_gather) or 'own_slice' (open_clip's)
+    gather: str = 'exact', # 'exact', 'no_grad' (torch's all_gather) or 'own_slice'
 ) -> Tensor: # (W × N, ...) every process's rows, rank 0's first
     "Concatenate `x` from every process; `gather` chooses what the backward pass receives."
     check_tensor(x, 'x', nonempty=True)
