@@ -56,7 +56,8 @@ def _per_seed(a, b) -> tuple[np.ndarray, np.ndarray]:
     arrays = []
     for name, x in (('a', a), ('b', b)):
         if isinstance(x, (str, bytes, dict)) or not hasattr(x, '__len__'):
-            raise TypeError(f"{name} must be a sequence of per-seed numbers, got {type(x).__name__}")
+            kind = type(x).__name__
+            raise TypeError(f"{name} must be a sequence of per-seed numbers, got {kind}")
         try: x = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError):
             raise TypeError(f"{name} must hold numbers, one per seed") from None
@@ -143,13 +144,16 @@ def show_claims(
 # %% ../nbs/experiments.ipynb #c8f42930
 def _claims_in(nb: dict, where: str) -> list[Claim]:
     "The claims of one notebook's JSON (`where` names it in errors)."
-    marked = [output['data'][CLAIMS_MIME] for cell in nb.get('cells', ()) if cell.get('cell_type') == 'code'
+    code = [cell for cell in nb.get('cells', ()) if cell.get('cell_type') == 'code']
+    marked = [output['data'][CLAIMS_MIME] for cell in code
               for output in cell.get('outputs', ()) if CLAIMS_MIME in output.get('data', {})]
     cells = [cell for cell in nb.get('cells', ()) if cell.get('cell_type') == 'code'
              and 'show_claims(' in ''.join(cell.get('source', ''))]
-    if len(marked) > 1: raise ValueError(f"{where} has {len(marked)} claims outputs; a lesson has one")
+    if len(marked) > 1:
+        raise ValueError(f"{where} has {len(marked)} claims outputs; a lesson has one")
     if not marked:
-        if cells: raise ValueError(f"{where} has a show_claims cell without its output: run the lesson")
+        if cells:
+            raise ValueError(f"{where} has a show_claims cell without its output: run it")
         return []
     try: return [Claim(**row) for row in marked[0]['claims']]
     except (KeyError, TypeError, ValueError) as e:
@@ -161,8 +165,10 @@ def read_claims(
     "The claims that a notebook's committed `show_claims` output holds."
     path = check_path(path, 'path')
     try: nb = json.loads(path.read_text(encoding='utf-8'))
-    except json.JSONDecodeError as e: raise ValueError(f"path {path} is not a notebook: {e}") from None
-    if not isinstance(nb, dict): raise ValueError(f"path {path} is not a notebook (not a JSON object)")
+    except json.JSONDecodeError as e:
+        raise ValueError(f"path {path} is not a notebook: {e}") from None
+    if not isinstance(nb, dict):
+        raise ValueError(f"path {path} is not a notebook (not a JSON object)")
     return _claims_in(nb, str(path))
 
 def read_course_claims(

@@ -342,7 +342,8 @@ class LARS(torch.optim.Optimizer):
                     d = d.add(p, alpha=group['weight_decay'])
                     w, g = torch.linalg.vector_norm(p), torch.linalg.vector_norm(d)
                     ratio = group['trust'] * w / g
-                    if group['clip']: ratio = torch.clamp(ratio / group['lr'], max=1.0)  # · lr below
+                    if group['clip']:  # the rate becomes min(ratio, lr): · lr below
+                        ratio = torch.clamp(ratio / group['lr'], max=1.0)
                     d = d * torch.where((w > 0) & (g > 0), ratio, 1.0)
                 state = self.state[p]
                 if 'momentum_buffer' not in state: state['momentum_buffer'] = d.clone()
