@@ -123,6 +123,22 @@ def false_negative_share(
     if selection.numel() == 0: return float('nan')
     return same.gather(1, selection.long()).double().mean().item()
 
+# %% ../nbs/07_hard_negatives.ipynb #a92c8fd7
+def _hard_negative_logit_loss(
+    positive: Tensor, # (N,) each query's positive logit, s₊ / τ
+    negatives: Tensor, # (N, K) each query's negatives' logits
+    hard_weight: float, # w in [0, 1], as in `hard_negative_loss`
+    num_hard: int | None, # hardest negatives per query; None: max(1, K // 4)
+) -> Tensor: # (N,) the loss of each query
+    "`hard_negative_loss` from logits: for losses whose negatives are cheaper as a logit matrix."
+    def term(neg: Tensor) -> Tensor:  # InfoNCE, −log p₊, from the logits
+        return floor_at_zero(torch.cat([positive[:, None], neg], 1).logsumexp(1) - positive)
+    num_hard = max(1, negatives.shape[1] // 4) if num_hard is None else num_hard
+    loss = (1 - hard_weight) * term(negatives) if hard_weight < 1 else 0
+    if hard_weight == 0: return loss
+    hardest = negatives.detach().topk(num_hard, dim=1).indices  # a choice, as in hard_negative_loss
+    return loss + hard_weight * term(negatives.gather(1, hardest))
+
 # %% ../nbs/07_hard_negatives.ipynb #b4d30bf7
 def hard_negative_loss(
     query: Tensor, # (N, D) query embeddings
@@ -135,21 +151,17 @@ def hard_negative_loss(
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "(1 − w) · InfoNCE over all K negatives + w · InfoNCE over each query's `num_hard` hardest."
     check_tensor(negatives, 'negatives', ndim=(2, 3))
-    q, _, n, _, _ = info_nce_inputs(query, positive, negatives, temperature, reduction, None)
+    q, p, n, t, _ = info_nce_inputs(query, positive, negatives, temperature, reduction, None)
     w = check_probability(hard_weight, 'hard_weight')
     k = n.shape[-2]
     num_hard = max(1, k // 4) if num_hard is None else check_int(num_hard, 'num_hard', low=1)
     if num_hard > k:
         raise ValueError(f"num_hard = {num_hard} but negatives hold only K = {k} per query: "
                          f"num_hard must lie in [1, {k}]")
-    loss_all = info_nce(query, positive, negatives, temperature, reduction) if w < 1 else 0
-    if w == 0: return loss_all
-    with torch.no_grad():  # which negatives are hardest: a choice, not a function to differentiate
-        sims = q @ n.T if n.ndim == 2 else torch.einsum('nd,nkd->nk', q, n)
-        hardest = sims.topk(num_hard, dim=1).indices                    # (N, num_hard)
-    hard = (negatives[hardest] if negatives.ndim == 2
-            else negatives[torch.arange(len(q), device=q.device)[:, None], hardest])
-    return (1 - w) * loss_all + w * info_nce(query, positive, hard, temperature, reduction)
+    # Both terms from one (N, K) matrix of cosines: per-query negatives are normalised once.
+    cosines = q @ n.T if n.ndim == 2 else torch.einsum('nd,nkd->nk', q, n)
+    loss = _hard_negative_logit_loss((q * p).sum(1) / t, cosines / t, w, num_hard)
+    return reduce_loss(loss, reduction)
 
 def in_batch_negatives(
     z1: Tensor, # (N, D) embeddings of the first view of N >= 2 sources
@@ -334,14 +346,19 @@ class CrossBatchMemory(nn.Module):
         "The loss of two views against batch + memory; in training mode, enqueue them afterwards."
         check_views(view1, view2, 1, next(self.encoder.parameters(), None))
         z1, z2 = self.head(self.encoder(view1)), self.head(self.encoder(view2))
-        queries, positives, in_batch = in_batch_negatives(z1, z2)        # in_batch: (2B, 2B − 2, D)
-        memory = self.memory.negatives().to(in_batch.dtype)              # read before enqueuing
-        candidates = torch.cat([in_batch, memory.expand(len(queries), -1, -1)], 1)
-        if self.num_hard is not None and self.num_hard > candidates.shape[1]:
-            raise ValueError(f"num_hard = {self.num_hard} but a view has only "
-                             f"{candidates.shape[1]} negatives")
-        loss = hard_negative_loss(queries, positives, candidates, self.temperature,
-                                  self.hard_weight, self.num_hard)
+        check_two_views(z1, z2)
+        n, dtype = len(z1), torch.promote_types(z1.dtype, torch.float32)  # float32 for half inputs
+        z = l2_normalize(torch.cat([z1, z2]).to(dtype))                   # (2B, D) unit rows
+        memory = self.memory.negatives().to(dtype)                        # read before enqueuing
+        k = 2 * n - 2 + len(memory)
+        if self.num_hard is not None and self.num_hard > k:
+            raise ValueError(f"num_hard = {self.num_hard} but a view has only {k} negatives")
+        # Logits, not an (2B, K, D) copy of the memory per view: the same loss, far less work.
+        negative = pair_masks(instance_ids(n).to(z.device))[1]            # the other 2B − 2 views
+        logits = torch.cat([(z @ z.T)[negative].view(2 * n, 2 * n - 2), z @ memory.T], 1)
+        positive = (z * z.roll(n, 0)).sum(1)                              # each view's partner
+        loss = _hard_negative_logit_loss(positive / self.temperature, logits / self.temperature,
+                                         self.hard_weight, self.num_hard).mean()
         if self.training: self.memory.enqueue(torch.cat([z1, z2]).detach())  # after the loss
         return loss
 
