@@ -25,7 +25,9 @@ def render_readme(index: Path = ROOT / 'nbs' / 'index.ipynb') -> str:
         if cell.cell_type == 'code':
             found, cell.source = _directives(cell.source)
             if 'hide' in found or found.get('include') == 'false': continue
-            if found.get('echo') == 'false': cell.source = ''
+            if found.get('echo') == 'false':  # the output without its code, as on the site
+                cell.source = ''
+                cell.metadata['transient'] = {'remove_source': True}
             if not cell.source and not cell.outputs: continue
         kept.append(cell)
     nb.cells = kept
