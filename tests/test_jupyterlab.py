@@ -116,7 +116,11 @@ def test_lesson_runs_all_in_jupyterlab(chromium, lab, artifacts):
         page.screenshot(path=str(artifacts / 'jupyterlab-figure.png'))
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", has_text='Traceback')
         assert errors.count() == 0, errors.first.inner_text()
-        outputs.filter(has_text='✓ matches the reference').nth(2).scroll_into_view_if_needed()
+        # They ran, yet stay out of sight: each under its own collapsed "Solution to exercise N" heading.
+        assert not outputs.filter(has_text='✓ matches the reference').nth(2).is_visible()
+        heading = page.locator('.jp-MarkdownCell', has_text='Solution to exercise 3').first
+        assert 'jp-mod-collapsed' in heading.locator('.jp-collapseHeadingButton').get_attribute('class')
+        heading.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / 'jupyterlab-exercises.png'))
     finally:
         page.screenshot(path=str(artifacts / 'jupyterlab-last.png'))
@@ -130,6 +134,13 @@ RIGHT = """def within_tolerance(got, want, atol, rtol):
     return (got - want).abs() <= atol + rtol * want.abs()
 
 check_ex1(within_tolerance);"""
+
+def open_heading(panel, text: str) -> None:
+    "Open a collapsed markdown heading as a learner does: hover it, click its collapse button."
+    heading = panel.locator('.jp-MarkdownCell', has_text=text).last
+    heading.scroll_into_view_if_needed()
+    heading.hover()  # JupyterLab shows a heading's collapse button under the pointer
+    heading.locator('.jp-collapseHeadingButton').click()
 
 def test_exercise_in_jupyterlab(chromium, lab, artifacts):
     "Folded solution; a wrong answer fails with a hint, a right one passes; Run All keeps the learner's work."
@@ -151,9 +162,13 @@ def test_exercise_in_jupyterlab(chromium, lab, artifacts):
         cells.nth(len(notebook.cells) - 1).wait_for(state='attached')
         assert cells.count() == len(notebook.cells)
         wait_for_connected_kernel(base, token, EXERCISES)
-        # (a) The solution's code is folded when the notebook opens: a placeholder, no editor, no code text.
+        # (a) The solution is out of sight when the notebook opens, under its collapsed heading; opened,
+        # its code is still folded: a placeholder, no editor, no code text.
         answer = cells.nth(solution)
         answer.locator('.jp-InputPlaceholder').wait_for(state='attached')
+        assert not answer.is_visible()
+        open_heading(panel, 'Solution to exercise 1')
+        answer.wait_for(state='visible')
         assert answer.locator('.cm-content').count() == 0
         assert 'within_tolerance_solution' not in answer.inner_text()
         assert 'Solution to exercise 1' in answer.inner_text()  # the placeholder shows the first line
@@ -174,7 +189,9 @@ def test_exercise_in_jupyterlab(chromium, lab, artifacts):
         assert '✓ matches the reference' in answer.locator('.jp-OutputArea-output').inner_text()
         assert cell_source(exercise) == WRONG
         # ... and the learner's function is still the learner's: checked again below the solution, it still fails.
-        # Select the last cell by its prompt area (a click on its <summary> would open the solution).
+        # Select the last cell by its prompt area (a click on its <summary> would open the solution),
+        # once its heading is open.
+        open_heading(panel, 'Discussion of exercise 2')
         cells.nth(cells.count() - 1).locator('.jp-InputPrompt').click()
         page.keyboard.press('Escape')
         page.keyboard.press('b')  # a new code cell below the last one
