@@ -20,7 +20,7 @@ from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['embed', 'knn_predict', 'knn_accuracy', 'linear_probe', 'first_relevant_rank', 'rank_of_positive', 'ranking_metrics',
-           'retrieval_metrics']
+           'retrieval_metrics', 'normalized_std', 'effective_rank', 'covariance_spectrum']
 
 # %% ../nbs/evaluate.ipynb #f9ab4aa0
 def _device(device, default: torch.device) -> torch.device:
@@ -371,3 +371,44 @@ def retrieval_metrics(
     # Cosines are dot products of unit vectors.
     ranks = torch.cat([rank_of_positive(q @ keys.mT, p) for q, p in chunks])
     return ranking_metrics(ranks, ks)
+
+# %% ../nbs/evaluate.ipynb #76cf070a
+def _embeddings_matrix(z, name: str) -> tuple[Tensor, float]:
+    "A finite (N, D) matrix (N >= 2) as float64 on the CPU, divided by its largest |value|; that."
+    check_tensor(z, name, ndim=2, dtype='float', finite=True)
+    if len(z) < 2 or z.shape[1] == 0:
+        raise ValueError(f"{name} must have at least 2 rows and 1 column (an (N, D) batch of "
+                         f"embeddings), got shape {tuple(z.shape)}")
+    z = z.detach().to('cpu', torch.float64)
+    scale = z.abs().max().item()  # values near float64's limit would overflow their squares
+    return (z / scale if scale > 0 else z), scale
+
+def normalized_std(
+    z: Tensor, # (N, D) embeddings, N >= 2
+) -> float: # about 1/√D when the directions are spread out, 0 when collapsed
+    "SimSiam's spread: the per-dimension standard deviation of the ℓ2-normalised rows, averaged."
+    unit = F.normalize(_embeddings_matrix(z, 'z')[0], dim=1)  # a zero row stays zero
+    return unit.std(dim=0).mean().item()
+
+def effective_rank(
+    z: Tensor, # (N, D) embeddings, N >= 2; measure with N >= D
+    eps: float = 1e-7, # RankMe's ε (0 to 0.001), added to each normalised singular value
+) -> float: # between about 1 (collapsed) and min(N, D)
+    "RankMe: exp of the entropy of the singular values of `z`, normalised to sum to 1."
+    eps = check_number(eps, 'eps', 0.0, 1e-3)
+    s = torch.linalg.svdvals(_embeddings_matrix(z, 'z')[0])  # the scale cancels in s / s.sum()
+    total = s.sum()
+    p = (s / total if total > 0 else s) + eps  # all zero: one direction's worth, not 0 / 0
+    return torch.exp(-torch.special.xlogy(p, p).sum()).item()  # 0 log 0 = 0 when eps = 0
+
+def covariance_spectrum(
+    z: Tensor, # (N, D) embeddings, N >= 2
+) -> Tensor: # (D,) float64, largest first
+    "Singular values of the embeddings' covariance (1/N, centred), as Jing et al. plot them."
+    z, scale = _embeddings_matrix(z, 'z')
+    centred = z - z.mean(dim=0)
+    spectrum = torch.linalg.svdvals(centred.mT @ centred / len(z)) * scale * scale
+    if not torch.isfinite(spectrum).all():
+        raise ValueError(f"z's values (up to {scale:.3g}) are too large: their covariance "
+                         "overflows float64; divide z by a constant first")
+    return spectrum

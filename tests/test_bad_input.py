@@ -441,6 +441,9 @@ def _evaluate():
                                                              positive=torch.tensor([0, 4, 2]), chunk_size=2,
                                                              ks=(1, 3)),
                                    indices=('positive',))],
+        'normalized_std': [Case(e.normalized_std, dict(z=feats()))],
+        'effective_rank': [Case(e.effective_rank, dict(z=feats(), eps=1e-7))],
+        'covariance_spectrum': [Case(e.covariance_spectrum, dict(z=feats()))],
     }
 
 def _selfcheck():

@@ -1,12 +1,13 @@
-"""Package tests for contrastive_nb.evaluate: embed, weighted kNN, linear probe, retrieval metrics."""
+"""Package tests for contrastive_nb.evaluate: embed, weighted kNN, linear probe, retrieval metrics, collapse measures."""
 import math
 
 import pytest
 import torch
 from torch import nn
 
-from contrastive_nb.evaluate import (embed, first_relevant_rank, knn_accuracy, knn_predict, linear_probe,
-                                    rank_of_positive, ranking_metrics, retrieval_metrics)
+from contrastive_nb.evaluate import (covariance_spectrum, effective_rank, embed, first_relevant_rank, knn_accuracy,
+                                    knn_predict, linear_probe, normalized_std, rank_of_positive, ranking_metrics,
+                                    retrieval_metrics)
 
 def gen(seed: int) -> torch.Generator: return torch.Generator().manual_seed(seed)
 
@@ -592,3 +593,52 @@ def test_rank_of_positive_with_no_keys_says_so():
     with pytest.raises(ValueError, match=r'scores has no keys \(shape \(2, 0\)\): there is nothing to rank'):
         rank_of_positive(torch.zeros(2, 0), torch.zeros(2, dtype=torch.long))
     assert rank_of_positive(torch.zeros(0, 0), torch.zeros(0, dtype=torch.long)).shape == (0,)  # no queries: nothing to do
+
+# --- collapse measures ---------------------------------------------------------------------------------------------
+
+def test_effective_rank_of_known_singular_values():
+    "Singular values 3, 2, 1: p = 1/2, 1/3, 1/6, and the rank is exp of their entropy (RankMe, with its ε)."
+    z = torch.diag(torch.tensor([3.0, 2.0, 1.0]))
+    p = [0.5 + 1e-7, 1 / 3 + 1e-7, 1 / 6 + 1e-7]
+    assert effective_rank(z) == pytest.approx(math.exp(-sum(x * math.log(x) for x in p)), rel=1e-12)
+    assert effective_rank(z, eps=0) == pytest.approx(math.exp(-sum(x * math.log(x) for x in (1 / 2, 1 / 3, 1 / 6))))
+
+def test_effective_rank_ignores_rotations_and_row_order():
+    g = gen(5)
+    z = torch.randn(30, 6, generator=g, dtype=torch.float64) * torch.tensor([5.0, 3, 1, 1, 0.1, 0.01], dtype=torch.float64)
+    rotation = torch.linalg.qr(torch.randn(6, 6, generator=g, dtype=torch.float64))[0]
+    rank = effective_rank(z)
+    assert 1 < rank < 6
+    assert effective_rank(z @ rotation) == pytest.approx(rank, rel=1e-9)
+    assert effective_rank(z[torch.randperm(30, generator=g)]) == pytest.approx(rank, rel=1e-9)
+
+def test_normalized_std_by_hand():
+    "Rows (1, 0) and (0, 1): each column holds 1 and 0, whose sample standard deviation is 1/sqrt(2)."
+    assert normalized_std(torch.tensor([[2.0, 0.0], [0.0, 5.0]])) == pytest.approx(1 / math.sqrt(2))
+
+@pytest.mark.parametrize('d', [4, 16, 64])
+def test_normalized_std_of_spread_directions_is_one_over_sqrt_d(d):
+    z = torch.randn(20_000, d, generator=gen(d))
+    assert normalized_std(z) == pytest.approx(1 / math.sqrt(d), rel=0.03)
+
+def test_covariance_spectrum_by_hand():
+    "Columns (1, -1, 0, 0) and (0, 0, 2, -2): mean 0, variances 2/4 and 8/4, no covariance."
+    z = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [0.0, 2.0], [0.0, -2.0]])
+    assert covariance_spectrum(z).tolist() == pytest.approx([2.0, 0.5])
+    assert covariance_spectrum(z + 7).tolist() == pytest.approx([2.0, 0.5])  # centred
+    assert covariance_spectrum(3 * z).tolist() == pytest.approx([18.0, 4.5])
+
+def test_collapse_measures_take_any_float_tensor_and_keep_its_graph_alone():
+    z = torch.randn(12, 3, generator=gen(2), requires_grad=True)
+    for x in (z, z.half(), z.bfloat16()):
+        assert 1 < effective_rank(x) <= 3 and 0 < normalized_std(x) < 1
+        assert covariance_spectrum(x).shape == (3,)
+    assert z.grad is None
+
+@pytest.mark.parametrize('bad, match', [(torch.ones(1, 3), 'at least 2 rows'), (torch.ones(3), '2 dimensions'),
+                                        (torch.ones(3, 0), 'at least 2 rows and 1 column'),
+                                        (torch.tensor([[1.0, float('inf')], [0.0, 1.0]]), 'NaN or inf')])
+def test_collapse_measures_refuse_what_cannot_be_measured(bad, match):
+    for fn in (normalized_std, effective_rank, covariance_spectrum):
+        with pytest.raises(ValueError, match=match): fn(bad)
+    with pytest.raises(TypeError, match='z must be floating point'): effective_rank(torch.ones(3, 3, dtype=torch.long))
