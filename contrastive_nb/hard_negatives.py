@@ -25,8 +25,9 @@ from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['top_k_negatives', 'semi_hard_negatives', 'random_negatives', 'false_negative_share', 'hard_negative_loss',
-           'in_batch_negatives', 'HardNegativeOptions', 'HardNegativeSimCLR', 'importance_weighted_negatives',
-           'importance_weighted_nt_xent', 'mix_hard_negatives', 'MoCHi', 'CrossBatchMemory', 'hardness_schedule']
+           'in_batch_negatives', 'in_batch_hard_negative_loss', 'HardNegativeOptions', 'HardNegativeSimCLR',
+           'importance_weighted_negatives', 'importance_weighted_nt_xent', 'mix_hard_negatives', 'MoCHi',
+           'CrossBatchMemory', 'hardness_schedule']
 
 # %% ../nbs/07_hard_negatives.ipynb #b48023e5
 def _similarity_and_mask(similarities, negative_mask) -> tuple[Tensor, Tensor]:
@@ -178,6 +179,36 @@ def in_batch_negatives(
     columns = negative.nonzero()[:, 1].view(2 * n, 2 * n - 2)          # each row's negatives
     return z, z.roll(n, 0), z[columns]
 
+# %% ../nbs/07_hard_negatives.ipynb #853d1962
+def _in_batch_logits(
+    z: Tensor, # (2N, D) unit rows: N first views, then their N partners
+    temperature: float | Tensor, # τ > 0 (checked by the caller)
+) -> tuple[Tensor, Tensor]: # (2N,) positive logits and (2N, 2N − 2) negative logits
+    "Each view's logit with its partner, and with the other 2N − 2 views in column order."
+    n = len(z) // 2
+    negative = pair_masks(instance_ids(n).to(z.device))[1]            # the other 2N − 2 views
+    negatives = (z @ z.T)[negative].view(2 * n, 2 * n - 2)            # row-major: column order
+    return (z * z.roll(n, 0)).sum(1) / temperature, negatives / temperature
+
+def in_batch_hard_negative_loss(
+    z1: Tensor, # (N, D) embeddings of the first view of N >= 2 sources
+    z2: Tensor, # (N, D) embeddings of the second view; row i is the partner of z1[i]
+    temperature: float | Tensor = 0.2, # τ > 0 of both InfoNCE terms
+    hard_weight: float = 0.5, # w in [0, 1]: 0 is `nt_xent`, 1 keeps only the hard term
+    num_hard: int | None = None, # hardest negatives per view in [1, 2N − 2]; None: a quarter
+    reduction: str = 'mean', # 'mean', 'sum' or 'none' (one loss per view: 2N)
+) -> Tensor: # the loss; float32 for half-precision inputs
+    "`hard_negative_loss(*in_batch_negatives(z1, z2), ...)` from one (2N, 2N) cosine matrix."
+    z, t, _ = nt_xent_inputs(z1, z2, temperature, reduction, None)
+    w = check_probability(hard_weight, 'hard_weight')
+    k = len(z) - 2
+    num_hard = max(1, k // 4) if num_hard is None else check_int(num_hard, 'num_hard', low=1)
+    if num_hard > k:
+        raise ValueError(f"num_hard = {num_hard} but each view has only {k} in-batch negatives: "
+                         f"num_hard must lie in [1, {k}]")
+    positive, negatives = _in_batch_logits(z, t)
+    return reduce_loss(_hard_negative_logit_loss(positive, negatives, w, num_hard), reduction)
+
 # %% ../nbs/07_hard_negatives.ipynb #0dbeb506
 @dataclasses.dataclass(frozen=True)
 class HardNegativeOptions(MethodOptions):
@@ -196,10 +227,8 @@ class HardNegativeSimCLR(TwoViewMethod):
     Options = HardNegativeOptions
 
     def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
-        query, positive, negatives = in_batch_negatives(z1, z2)
         o = self.options
-        return hard_negative_loss(query, positive, negatives, o.temperature, o.weight,
-                                  o.num_hard or None)
+        return in_batch_hard_negative_loss(z1, z2, o.temperature, o.weight, o.num_hard or None)
 
 register_method('hard_negative', HardNegativeSimCLR)
 
@@ -354,11 +383,9 @@ class CrossBatchMemory(nn.Module):
         if self.num_hard is not None and self.num_hard > k:
             raise ValueError(f"num_hard = {self.num_hard} but a view has only {k} negatives")
         # Logits, not an (2B, K, D) copy of the memory per view: the same loss, far less work.
-        negative = pair_masks(instance_ids(n).to(z.device))[1]            # the other 2B − 2 views
-        logits = torch.cat([(z @ z.T)[negative].view(2 * n, 2 * n - 2), z @ memory.T], 1)
-        positive = (z * z.roll(n, 0)).sum(1)                              # each view's partner
-        loss = _hard_negative_logit_loss(positive / self.temperature, logits / self.temperature,
-                                         self.hard_weight, self.num_hard).mean()
+        positive, in_batch = _in_batch_logits(z, self.temperature)        # the other 2B − 2 views
+        logits = torch.cat([in_batch, z @ memory.T / self.temperature], 1)
+        loss = _hard_negative_logit_loss(positive, logits, self.hard_weight, self.num_hard).mean()
         if self.training: self.memory.enqueue(torch.cat([z1, z2]).detach())  # after the loss
         return loss
 

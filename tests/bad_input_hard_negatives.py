@@ -60,6 +60,9 @@ def cases():
                                                                negatives=torch.randn(6, 5, 4, generator=gen(2))),
                                     'per-query')],
         'in_batch_negatives': [Case(h.in_batch_negatives, dict(z1=feats(), z2=feats(seed=1)))],
+        'in_batch_hard_negative_loss': [Case(h.in_batch_hard_negative_loss,
+                                             dict(z1=feats(), z2=feats(seed=1), temperature=0.1, hard_weight=0.5,
+                                                  num_hard=3, reduction='mean'), choices=('reduction',))],
         'mix_hard_negatives': [Case(lambda query, negatives, num_hard, n_mixes, n_query_mixes, query_max:
                                     h.mix_hard_negatives(query, negatives, num_hard, n_mixes, n_query_mixes,
                                                          query_max, gen()),

@@ -140,7 +140,8 @@ def test_importance_weighting_rejects_bad_batches():
 # --- selection ------------------------------------------------------------------------------------------------------
 
 from contrastive_nb.hard_negatives import (CrossBatchMemory, MoCHi, false_negative_share, hard_negative_loss,
-                                           hardness_schedule, in_batch_negatives, mix_hard_negatives,
+                                           hardness_schedule, in_batch_hard_negative_loss, in_batch_negatives,
+                                           mix_hard_negatives,
                                            random_negatives, semi_hard_negatives, top_k_negatives)
 from contrastive_nb.infonce import info_nce
 from contrastive_nb.models import ProjectionHead, SmallCNN
@@ -426,3 +427,23 @@ def test_hardness_schedule():
 def test_the_last_warm_up_step_returns_start_itself():
     # step == warmup_steps returns `start`, not start + (end − start)·0, which overflows to NaN here
     assert hardness_schedule(3, 6, -1e308, 1e308, warmup_steps=3) == -1e308
+
+
+@pytest.mark.parametrize('hard_weight, num_hard', [(0.0, None), (0.5, None), (1.0, 1), (0.25, 14)])
+def test_in_batch_hard_negative_loss_is_the_per_query_loss(hard_weight, num_hard):
+    "The (2N, 2N) shortcut against hard_negative_loss on in_batch_negatives: values and gradients, float64."
+    g = torch.Generator().manual_seed(11)
+    z = [torch.randn(8, 5, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(2)]
+    y = [x.detach().clone().requires_grad_() for x in z]
+    want = hard_negative_loss(*in_batch_negatives(*z), 0.3, hard_weight, num_hard, reduction='none')
+    got = in_batch_hard_negative_loss(*y, 0.3, hard_weight, num_hard, reduction='none')
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    (want * torch.arange(16.0, dtype=torch.float64)).sum().backward()  # weights: every row's gradient counts
+    (got * torch.arange(16.0, dtype=torch.float64)).sum().backward()
+    for a, b in zip(y, z): torch.testing.assert_close(a.grad, b.grad, rtol=1e-10, atol=1e-12)
+
+def test_in_batch_hard_negative_loss_refuses_too_many_hard_negatives():
+    z = torch.randn(3, 4)
+    with pytest.raises(ValueError, match=r'num_hard = 5 but each view has only 4 in-batch negatives'):
+        in_batch_hard_negative_loss(z, z.flip(0), num_hard=5)
+    assert torch.isfinite(in_batch_hard_negative_loss(z.half(), z.flip(0).half(), 0.01))
