@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from torch import distributed as dist
 
+from . import __version__
 from ._checks import check_path
 from .augment import AugmentationPolicy
 from .data import DatasetNotFoundError
@@ -75,6 +76,7 @@ def build_parser(
     "The command line: one option per setting, the method's own as `--options.NAME`."
     parser = argparse.ArgumentParser(
         prog='contrastive-nb', description="Train and evaluate contrastive encoders.")
+    parser.add_argument('--version', action='version', version=f"contrastive-nb {__version__}")
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
     train = commands.add_parser(
         'train', help="train a run (default: SimCLR on Shapes, minutes on a laptop CPU)",

@@ -33,6 +33,11 @@ def final_weights(run_dir) -> dict:
     return torch.load(latest_checkpoint(run_dir), weights_only=True)['model']
 
 @pytest.mark.slow
+def test_version(tmp_path):
+    from contrastive_nb import __version__
+    out = cli('--version', cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout == f"contrastive-nb {__version__}\n"
+
 def test_help_lists_every_setting_with_its_default(tmp_path):
     def shows_defaults(text: str, settings: list[tuple[str, object]]) -> None:
         for option, default in settings:
