@@ -11,6 +11,7 @@ import dataclasses
 import math
 import re
 import unicodedata
+import warnings
 import zlib
 from pathlib import Path
 
@@ -589,6 +590,22 @@ def _read_search(
                               f"contrastive_nb reads version {_VERSION} (upgrade it to read newer)")
     return saved
 
+# %% ../nbs/11_text_retrieval.ipynb #995f3b3b
+_UNTRAINED_COSINE = 0.99  # a mean pairwise cosine above this: the index looks untrained
+
+def _warn_if_untrained(
+    embeddings: Tensor, # (N, D) unit rows of the indexed texts
+) -> None:
+    "Warn when the indexed texts all point nearly one way, as an untrained encoder's do."
+    n = len(embeddings)
+    if n < 2: return
+    total = embeddings.double().sum(0)
+    mean_cosine = ((total @ total - n) / (n * (n - 1))).item()  # over the pairs i != j
+    if mean_cosine > _UNTRAINED_COSINE:
+        warnings.warn(f"the {n} indexed texts have a mean pairwise cosine of {mean_cosine:.3f}, so "
+                      "every query scores them alike: is the encoder trained? "
+                      "train_text_encoder(texts, labels) trains one", stacklevel=3)
+
 # %% ../nbs/11_text_retrieval.ipynb #18a2344b
 class TicketSearch:
     "Semantic search over a list of texts with a `TextEncoder`: fit, search, save, load."
@@ -607,6 +624,7 @@ class TicketSearch:
         "Embed and store the corpus."
         self.texts = _check_texts(texts)
         self.embeddings = self.encoder.encode(self.texts)
+        _warn_if_untrained(self.embeddings)
         return self
 
     def __len__(self) -> int: return len(self.texts)

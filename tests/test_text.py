@@ -6,6 +6,7 @@ import re
 import string
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -480,3 +481,16 @@ def test_search_bad_input(call, error):
     search.fit(['charged twice', 'app crashes', 'sync fails', 'refund please', 'dark mode'])
     with pytest.raises(error):
         call(search)
+
+
+def test_ticket_search_warns_about_an_untrained_encoder_and_not_a_trained_one():
+    "An untrained encoder scores every text alike (mean cosine above 0.99): fit says so, once, naming the fix."
+    tickets = load_tickets()
+    texts, labels = list(tickets.text), torch.as_tensor(pd.factorize(tickets.problem_id)[0])
+    torch.manual_seed(0)
+    with pytest.warns(UserWarning, match=r'mean pairwise cosine of 0\.9\d\d.*train_text_encoder'):
+        T.TicketSearch(T.TextEncoder()).fit(texts)
+    encoder, _ = T.train_text_encoder(texts, labels, epochs=1, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # any warning fails the test
+        T.TicketSearch(encoder).fit(texts)
