@@ -8,7 +8,7 @@ import nbformat
 
 import pytest
 
-from conftest import NBS, free_port, stop, wait_for_http
+from conftest import NBS, ROOT, free_port, stop, wait_for_http
 
 pytestmark = pytest.mark.browser
 LESSON = '00_data.ipynb'
@@ -219,3 +219,68 @@ def test_exercise_in_jupyterlab(chromium, lab, artifacts):
     finally:
         page.screenshot(path=str(artifacts / 'jupyterlab-exercise-last.png'))
         page.close()
+
+@pytest.fixture(scope='module')
+def course_clone(tmp_path_factory):
+    """A throw-away git repository holding this working tree (committed or not), with the repository's .venv: what a
+    learner's clone is after `scripts/course` has set it up once."""
+    clone = tmp_path_factory.mktemp('course') / 'contrastive_nb'
+    files = subprocess.run(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split('\0')
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    git = lambda *a: subprocess.run(['git', '-c', 'user.name=test', '-c', 'user.email=test@localhost', *a],
+                                    cwd=clone, check=True, capture_output=True)
+    git('init', '-q')
+    git('add', '-A')
+    git('commit', '-q', '-m', 'the course as a learner cloned it')
+    (clone / '.venv').symlink_to(ROOT / '.venv')  # the same environment, not a second install
+    with open(clone / '.git' / 'info' / 'exclude', 'a') as f: f.write('.venv\n')  # a link, not the ignored folder
+    return clone
+
+def test_course_opens_copies_that_keep_the_clone_clean(chromium, course_clone, tmp_path, artifacts):
+    """`scripts/course` (the learner's command, as root or not) opens JupyterLab on my_lessons/: a cell run and the
+    notebook saved there leave `git status` empty and nbs/ untouched."""
+    token, port = secrets.token_hex(16), free_port()
+    env = {**os.environ, 'IN_TEST': '1', 'JUPYTER_CONFIG_DIR': str(tmp_path / 'config'),
+           'JUPYTER_RUNTIME_DIR': str(tmp_path / 'runtime'), 'IPYTHONDIR': str(tmp_path / 'ipython')}
+    log_path = tmp_path / 'course.log'
+    with open(log_path, 'w') as log:
+        server = subprocess.Popen(
+            [str(course_clone / 'scripts' / 'course'), '--no-browser', '--ip=127.0.0.1', f'--port={port}',
+             '--ServerApp.port_retries=0', f'--IdentityProvider.token={token}',
+             f'--LabApp.user_settings_dir={tmp_path / "settings"}', f'--LabApp.workspaces_dir={tmp_path / "ws"}'],
+            cwd=course_clone, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f'http://127.0.0.1:{port}'
+    page = None
+    try:
+        wait_for_http(f'{base}/api/status?token={token}', 180, server)  # .venv checked, package exported first
+        assert 'Your own copies of the lessons are in my_lessons/' in log_path.read_text()
+        page = chromium.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f'{base}/lab/tree/{LESSON}?reset&token={token}')
+        panel = page.locator('.jp-NotebookPanel:not(.lm-mod-hidden)')
+        panel.locator('.jp-Notebook .jp-Cell').first.wait_for()
+        wait_for_connected_kernel(base, token, LESSON)
+        first_code = panel.locator('.jp-Notebook .jp-CodeCell').first
+        first_code.locator('.jp-InputPrompt').click()
+        page.keyboard.press('Control+Enter')
+        first_code.locator('.jp-InputPrompt', has_text='[1]').wait_for()
+        page.keyboard.press('Control+s')
+        copy = course_clone / 'my_lessons' / LESSON
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the save is done when the file on disk holds the run
+            cells = [c for c in nbformat.read(copy, as_version=4).cells if c.cell_type == 'code']
+            if cells[0].execution_count == 1: break
+            time.sleep(0.5)
+        assert cells[0].execution_count == 1, 'the saved copy does not hold the cell run'
+        status = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=all'], cwd=course_clone,
+                                capture_output=True, text=True, check=True).stdout
+        assert status == '', status
+    finally:
+        if page is not None:
+            page.screenshot(path=str(artifacts / 'jupyterlab-course-copy.png'))
+            page.close()
+        stop(server, signals=(2, 2), timeout=20)
