@@ -12,7 +12,7 @@ math renderer's CDN links and the theme's web-font import are removed, a math fo
 folder. It also marks numeric table cells (class `num`) so that
 nbs/styles.css can right-align them.
 """
-import html, json, re, shutil, subprocess, sys
+import html, json, re, shutil, subprocess, sys, time, warnings
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -223,23 +223,70 @@ def self_contained() -> list[str]:
         errors += [f'{where}: loads {a or b}' for a, b in _REMOTE_LOAD.findall(new)]
     return errors
 
+_FETCH_INDEX = '''      const r = await fetch(offset + "search.json");
+      index = await r.json();'''
+_SCRIPT_INDEX = '''      index = await new Promise((resolve) => {  // a script loads over file://, where fetch may not
+        const s = document.createElement("script");
+        s.src = offset + "search-index.js";
+        s.onload = () => resolve(window.smalldocsSearchIndex || []);
+        s.onerror = () => resolve([]);
+        document.head.appendChild(s);
+      });'''
+
+def search_from_disk(site: Path = SITE) -> list[str]:
+    """Let the search box work on pages opened from disk: Chromium refuses `fetch` of a file:// URL, but runs a
+    script from one. The index also ships as `search-index.js`, which the search loads on its first query only (so
+    its size never slows a page down); return what went wrong."""
+    script = site / 'site_libs' / 'smalldocs.js'
+    text = script.read_text()
+    if _FETCH_INDEX not in text:
+        return [f'{script.relative_to(site)}: its search no longer fetches search.json as expected (smalldocs '
+                'changed?): update _FETCH_INDEX in scripts/build_site.py']
+    script.write_text(text.replace(_FETCH_INDEX, _SCRIPT_INDEX))
+    index = (site / 'search.json').read_text(encoding='utf-8')
+    (site / 'search-index.js').write_text(f'window.smalldocsSearchIndex = {index};\n', encoding='utf-8')
+    return []
+
+# smalldocs' warnings that every build of this site gives, each harmless: the staging step above names each page
+# itself (output-file), and the maths (html-math-method), keep-md and the commonmark format are Quarto's concerns.
+_EXPECTED = re.compile(r'^warning: (\S+\.ipynb: output-file is not read by smalldocs|unknown key format-links'
+                       r'|format commonmark is not built|format\.html\.(keep-md|html-math-method) is ignored)')
+
+def summary(seconds: float) -> str:
+    "One line on what the build wrote: pages, figures (all with alt text?), the search index, the time."
+    pages = [p for p in SITE.rglob('*.html') if 'site_libs' not in p.parts]
+    images = [m for p in pages for m in re.findall(r'<img\b[^>]*>', p.read_text()) if 'data:image' in m]
+    no_alt = sum(1 for m in images if not re.search(r'\balt="[^"]+"', m))
+    index_kb = (SITE / 'search-index.js').stat().st_size / 1024
+    return (f"Site written to {SITE} in {seconds:.0f} s: {len(pages)} pages, {len(images)} figures"
+            + (f" ({no_alt} without alt text)" if no_alt else "") + f", search index {index_kb:.0f} kB; "
+            "open index.html, from disk or served")
+
 def main() -> int:
+    start = time.perf_counter()
+    # nbdev warns about every cell that imports and also assigns (each lesson's first cell sets FAST beside its
+    # imports); it runs such cells for show_doc all the same, so the warning says nothing about this build.
+    warnings.filterwarnings('ignore', message='Found cells containing imports and other code')
     refresh_quarto_yml()
     _build_modidx()
     proc = proc_nbs(str(ROOT / 'nbs'), n_workers=0)
     relink(stage(proc))
     smalldocs = [sys.executable, '-m', 'smalldocs.cli']
-    subprocess.run(smalldocs + ['render', '--quiet', str(STAGE)], check=True)
-    problems = self_contained()
+    rendered = subprocess.run(smalldocs + ['render', '--quiet', str(STAGE)], capture_output=True, text=True)
+    for line in (rendered.stdout + rendered.stderr).splitlines():
+        if not _EXPECTED.search(line): print(line, file=sys.stderr)  # warnings that matter still show
+    if rendered.returncode: return rendered.returncode
+    problems = self_contained() + search_from_disk()
     if problems:
-        print('The site is not self-contained:', *problems, sep='\n  ', file=sys.stderr)
+        print('The site is not self-contained or its search would fail:', *problems, sep='\n  ',
+              file=sys.stderr)
         return 1
     check = subprocess.run(smalldocs + ['check', str(STAGE)], capture_output=True, text=True)
     broken = [l for l in (check.stdout + check.stderr).splitlines() if 'broken link' in l]
     if broken:
         print('Broken links in the site:', *broken, sep='\n  ', file=sys.stderr)
         return 1
-    print(f'Site written to {SITE}')
+    print(summary(time.perf_counter() - start))
     return 0
 
 if __name__ == '__main__': sys.exit(main())

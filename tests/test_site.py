@@ -118,6 +118,35 @@ def test_search_finds_a_lesson_term(page, site, artifacts):
     assert 'The data we contrast' in page.locator('h1').first.inner_text()
     assert not page.remote_requests, f'the search asked the network for: {page.remote_requests}'
 
+def test_search_works_from_disk(chromium, site, artifacts):
+    """Opened from disk (file://, with Chromium's default file-access rules), the search box still finds a lesson
+    and its result opens the page."""
+    tab = chromium.new_page()
+    remote = []
+    tab.on('request', lambda r: r.url.startswith(('http:', 'https:')) and remote.append(r.url))
+    try:
+        tab.goto((SITE / 'index.html').as_uri(), wait_until='load')
+        tab.fill('.smalldocs-search input', 'paraphrases')
+        hit = tab.locator('.smalldocs-search-results a.search-result[href*="data.html"]').first
+        hit.wait_for(timeout=10_000)
+        tab.screenshot(path=str(artifacts / 'site-search-from-disk.png'))
+        hit.click()
+        tab.wait_for_url('file://**/data.html*')
+        assert 'The data we contrast' in tab.locator('h1').first.inner_text()
+        assert not remote, f'the page asked the network for: {remote}'
+    finally: tab.close()
+
+def test_every_figure_has_alt_text(site):
+    "Every picture in the pages (the notebooks' figures, inlined by the build) has a non-empty alt attribute."
+    missing = []
+    for page in sorted(SITE.rglob('*.html')):
+        if 'site_libs' in page.parts: continue
+        for tag in re.findall(r'<img\b[^>]*>', page.read_text()):
+            if not re.search(r'\balt="[^"]*\S[^"]*"', tag):
+                short = re.sub(r'base64,[^"]*', 'base64,…', tag)[:120]
+                missing.append(f'{page.relative_to(SITE)}: {short}')
+    assert not missing, f'{len(missing)} pictures without alt text:\n' + '\n'.join(missing[:20])
+
 class _Links(HTMLParser):
     "Collects ids and every href/src of one HTML page."
     def __init__(self):
@@ -275,7 +304,7 @@ def test_tables_are_readable(page, site, notebook):
 
 # ---- Code fits the column at a common laptop width.
 
-WIDE_CODE_JS = '''() => [...document.querySelectorAll('main div.sourceCode pre')]
+WIDE_CODE_JS = '''() => [...document.querySelectorAll('main div.sourceCode pre, main .cell-output pre')]
   .filter(e => e.getClientRects().length > 0 && e.scrollWidth > e.clientWidth + 1)
   .map(e => ({scroll: e.scrollWidth, client: e.clientWidth,
               lines: e.textContent.split('\\n').filter(l => l.length > 100).slice(0, 3),
@@ -293,14 +322,15 @@ def test_a_100_character_line_fits_the_code_column(page, site):
 
 @pytest.mark.parametrize('notebook', lesson_notebooks(), ids=lambda p: p.name)
 def test_code_fits_at_1400px(page, site, notebook):
-    "No code block scrolls sideways at a 1 400 px window (lines of code of at most 100 characters)."
+    "No code block or output scrolls sideways at a 1 400 px window (code lines of at most 100 characters)."
     page.set_viewport_size({'width': 1400, 'height': 900})
     open_page(page, site + page_name(notebook))
     wide = page.evaluate(WIDE_CODE_JS)
     report = [f"{w['scroll']} px > {w['client']} px: {len(w['longest'])} chars: {w['longest'].strip()[:110]}"
               for w in wide]
-    if wide: pytest.fail(f'{page_name(notebook)} ({notebook.name}): {len(wide)} code blocks scroll sideways at '
-                         '1400 px (keep lines of code to 100 characters):\n' + '\n'.join(report), pytrace=False)
+    if wide: pytest.fail(f'{page_name(notebook)} ({notebook.name}): {len(wide)} code blocks or outputs scroll '
+                         'sideways at 1400 px (keep lines of code to 100 characters; outputs wrap):\n'
+                         + '\n'.join(report), pytrace=False)
 
 # ---- The measurements above can fail: the same checks on a bare page without the site's build step and CSS.
 
@@ -357,6 +387,21 @@ def test_build_steps_on_small_inputs():
              '</tbody></table>')
     marked = mark_numbers(table)
     assert marked.count('class="num"') == 3 and '<th class="num">acc</th>' in marked and '<td>2 cats</td>' in marked
+
+def test_search_index_ships_as_a_script(tmp_path):
+    from build_site import _FETCH_INDEX, search_from_disk
+    (tmp_path / 'site_libs').mkdir()
+    script = tmp_path / 'site_libs' / 'smalldocs.js'
+    script.write_text('const loadIndex = async () => {\n' + _FETCH_INDEX + '\n};')
+    entries = [{'title': 'Pairs', 'href': 'pairs.html', 'text': 'positives – and “negatives”'}]
+    (tmp_path / 'search.json').write_text(json.dumps(entries, ensure_ascii=False), encoding='utf-8')
+    assert search_from_disk(tmp_path) == []
+    assert 'fetch(' not in script.read_text() and '"search-index.js"' in script.read_text()
+    shipped = (tmp_path / 'search-index.js').read_text(encoding='utf-8')
+    prefix = 'window.smalldocsSearchIndex = '
+    assert shipped.startswith(prefix) and json.loads(shipped[len(prefix):].rstrip().rstrip(';')) == entries
+    problems = search_from_disk(tmp_path)  # smalldocs' search changed: the build says so instead of shipping it
+    assert len(problems) == 1 and '_FETCH_INDEX' in problems[0]
 
 @pytest.mark.parametrize('notebook', lesson_notebooks(), ids=lambda p: p.name)
 def test_committed_outputs_are_tidy(notebook):
