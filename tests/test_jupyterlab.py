@@ -9,6 +9,7 @@ import nbformat
 import pytest
 
 from conftest import NBS, ROOT, free_port, stop, wait_for_http
+from lesson_copies import learner_version
 
 pytestmark = pytest.mark.browser
 LESSON = '00_data.ipynb'
@@ -23,8 +24,7 @@ def lab(tmp_path_factory):
         # Without the committed outputs, every output the test sees must come from this run. The hidden last cell
         # (nbdev_export) needs the repository's nbdev configuration, which the copy does not have: it is a build
         # step, not part of the learner's notebook, so the copy drops it.
-        notebook = nbformat.read(root / 'nbs' / name, as_version=4)
-        notebook.cells = [c for c in notebook.cells if 'nbdev_export()' not in c.source]
+        notebook = nbformat.from_dict(learner_version(nbformat.read(root / 'nbs' / name, as_version=4)))
         for cell in notebook.cells:
             if cell.cell_type == 'code': cell.outputs, cell.execution_count = [], None
         nbformat.write(notebook, root / 'nbs' / name)
@@ -145,8 +145,7 @@ def open_heading(panel, text: str) -> None:
 def test_exercise_in_jupyterlab(chromium, lab, artifacts):
     "Folded solution; a wrong answer fails with a hint, a right one passes; Run All keeps the learner's work."
     base, token = lab
-    notebook = nbformat.read(NBS / EXERCISES, as_version=4)
-    notebook.cells = [c for c in notebook.cells if 'nbdev_export()' not in c.source]  # as in the copy
+    notebook = nbformat.from_dict(learner_version(nbformat.read(NBS / EXERCISES, as_version=4)))  # as copied
     code = [i for i, c in enumerate(notebook.cells) if c.cell_type == 'code']
     stub = next(i for i in code if notebook.cells[i].source.startswith('def within_tolerance('))
     solution = next(i for i in code if 'def within_tolerance_solution(' in notebook.cells[i].source)
