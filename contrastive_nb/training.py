@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import io
 import json
 import math
 import os
@@ -828,17 +829,17 @@ class _Measures:
     def write_metrics(self) -> None:
         "metrics.csv: one row per step, with the validation kNN where it was measured."
         knn = {step: acc for _, step, acc in self.monitor}
-        tmp = self.run_dir / '.metrics.csv.tmp'
-        with open(tmp, 'w', newline='') as f:
-            out = csv.writer(f)
-            names = list(self.monitors)
-            out.writerow(['epoch', 'step', 'loss', 'lr', 'images_per_s', 'val_knn', *names])
-            extra = {step: values for _, step, values in self.monitored}
-            for epoch, step, loss, lr, speed in self.history:
-                more = extra.get(step + 1, {})
-                out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, ''),
-                              *(more.get(n, '') for n in names)])
-        os.replace(tmp, self.run_dir / 'metrics.csv')
+        text = io.StringIO(newline='')
+        out = csv.writer(text)
+        names = list(self.monitors)
+        out.writerow(['epoch', 'step', 'loss', 'lr', 'images_per_s', 'val_knn', *names])
+        extra = {step: values for _, step, values in self.monitored}
+        for epoch, step, loss, lr, speed in self.history:
+            more = extra.get(step + 1, {})
+            out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, ''),
+                          *(more.get(n, '') for n in names)])
+        # through a temporary file: a Ctrl-C in the middle leaves the last whole table, no litter
+        _write_text(self.run_dir / 'metrics.csv', text.getvalue())
 
     def report(self) -> dict:
         "Final numbers: last loss, validation kNN, and the test kNN (reported, never selected on)."
