@@ -27,8 +27,9 @@ from ._checks import check_path
 from .augment import AugmentationPolicy
 from .data import DatasetNotFoundError
 from .methods import method_names, method_spec
-from .training import (TRAIN_POLICY, TrainConfig, Trainer, check_run_dir,
-                                     latest_checkpoint, load_latest_checkpoint, resume, world)
+from .training import (RECIPES, TRAIN_POLICY, TrainConfig, Trainer, check_run_dir,
+                                     format_seconds, latest_checkpoint, load_latest_checkpoint,
+                                     recipe, resume, world)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']
@@ -80,9 +81,13 @@ def build_parser(
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
     train = commands.add_parser(
         'train', help="train a run (default: SimCLR on Shapes, minutes on a laptop CPU)",
-        description="Train a run. Settings come from the defaults, then --config, then the "
-                    "options given here. The run folder gets config.json/.toml, metrics.csv, "
+        description="Train a run. Settings come from the defaults, then --recipe, then "
+                    "--config, then the options given here. The run folder gets "
+                    "config.json/.toml, metrics.csv, baselines.json, "
                     "checkpoints/ and report.json.")
+    recipes = '; '.join(f"{data}: {', '.join(names)}" for data, names in RECIPES.items())
+    train.add_argument('--recipe', metavar='NAME',
+                       help=f"start from a named set of settings for the dataset ({recipes})")
     train.add_argument('--config', metavar='FILE', help="settings from a TOML or JSON file")
     train.add_argument('--run-dir', metavar='DIR',
                        help="run folder (default: runs/METHOD-DATASET-TIME)")
@@ -166,15 +171,23 @@ def _method_of(argv: list[str]) -> str:
     return 'simclr'
 
 # %% ../nbs/cli.ipynb #dbbeb72c
+def _say(line: str) -> None:
+    "A line for the person at the terminal: standard error, so standard output stays the report."
+    print(line, file=sys.stderr, flush=True)
+
 def _train(args: argparse.Namespace) -> dict:
     given = _settings(args)
     if args.resume:
-        others = sorted(set(given) - {'epochs'}) or [args.config or args.run_dir]
-        if set(given) - {'epochs'} or args.config or args.run_dir:
+        extra = [args.config, args.run_dir, args.recipe]
+        others = sorted(set(given) - {'epochs'}) or [e for e in extra if e]
+        if set(given) - {'epochs'} or any(extra):
             raise ValueError("--resume continues a run with its saved settings: give no other "
                              f"options but --epochs, to extend a finished run (got {others})")
-        return resume(args.resume, given.get('epochs')).report()
+        return resume(args.resume, given.get('epochs'), log=_say).report()
     values = read_config_file(args.config) if args.config else {}
+    if args.recipe:  # under the file and the options
+        dataset = given.get('dataset') or values.get('dataset') or 'shapes'
+        values = _merge(recipe(args.recipe, dataset), values)
     config = TrainConfig.from_dict(_merge(values, given))  # every check runs before any work
     run_dir = [args.run_dir or str(Path('runs') / f"{config.method}-{config.dataset}-"
                                                    f"{time.strftime('%Y%m%d-%H%M%S')}")]
@@ -184,20 +197,34 @@ def _train(args: argparse.Namespace) -> dict:
     check_run_dir(run_dir, new=True)  # the same check as the Python train(), before any work
     trainer = Trainer(config, run_dir)
     if trainer.rank == 0:
-        print(f"training {config.method} on {config.dataset} in {run_dir}", file=sys.stderr)
-    return trainer.fit()
+        _say(f"training {config.method} on {config.dataset} in {run_dir}: "
+             f"{trainer.total_steps} steps of {config.batch_size} images")
+    return trainer.fit(log=_say)
+
+def _summary(report: dict) -> str:
+    "The report in one line: the test kNN, what it is to beat, and the time it took."
+    line = f"test kNN {report['test_knn']:.3f} after {report['step']} steps"
+    if report.get('seconds'): line += f" ({format_seconds(report['seconds'])} of training)"
+    context = report.get('baselines')
+    if context:
+        gain = report['test_knn'] - context['untrained_knn']
+        line += (f"; chance {context['chance']:.3f}, raw pixels {context['raw_pixels_knn']:.3f}, "
+                 f"the untrained encoder {context['untrained_knn']:.3f} "
+                 f"({gain:+.3f} from training)")
+    return line
 
 def _evaluate(args: argparse.Namespace) -> dict:
     check_run_dir(args.run_dir)  # evaluation.json goes there
     path, state = load_latest_checkpoint(args.run_dir, 'evaluate')
     values = {**state['config'], 'device': args.device, 'progress': False}
-    trainer = Trainer(TrainConfig.from_dict(values))
+    trainer = Trainer(TrainConfig.from_dict(values), args.run_dir)  # reads its baselines.json
     saved, now = state.get('method_file'), trainer.method_file
     if saved and now and saved['sha256'] != now['sha256']:  # the weights of another method
         raise ValueError(f"the method file {now['path']} has changed since the run was trained: "
                          "restore it to evaluate the run")
     trainer.method.load_state_dict(state['model'])
     trainer.step, trainer.history = state['step'], [tuple(r) for r in state['history']]
+    trainer.seconds = state.get('seconds', 0.0)
     report = {**trainer.report(), 'checkpoint': str(path)}
     (Path(args.run_dir) / 'evaluation.json').write_text(json.dumps(report, indent=1) + '\n')
     return report
@@ -275,7 +302,9 @@ def main(
         return 1
     finally:
         if joined: dist.destroy_process_group()
-    if rank == 0: print(json.dumps(report, indent=1))
+    if rank == 0:
+        print(json.dumps(report, indent=1))
+        _say(_summary(report))
     return 0
 
 # %% ../nbs/cli.ipynb #cd1f9f04

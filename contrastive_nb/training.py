@@ -8,6 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/training.html.md"""
 from __future__ import annotations
 
 import contextlib
+import copy
 import csv
 import dataclasses
 import io
@@ -37,9 +38,10 @@ from .models import (NORMS, ProjectionHead, SmallCNN, resnet18_small,
 
 # %% auto #0
 __all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'LARS_SETTINGS', 'TRAIN_POLICY',
-           'CHECKPOINT_FORMAT', 'RUNTIME_SETTINGS', 'register_dataset', 'load_datasets', 'TrainConfig', 'select_device',
-           'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint',
-           'load_latest_checkpoint', 'check_run_dir', 'Trainer', 'latest_checkpoint', 'train', 'resume']
+           'CHECKPOINT_FORMAT', 'RUNTIME_SETTINGS', 'RECIPES', 'register_dataset', 'load_datasets', 'TrainConfig',
+           'select_device', 'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint',
+           'load_checkpoint', 'load_latest_checkpoint', 'check_run_dir', 'format_seconds', 'Trainer',
+           'latest_checkpoint', 'train', 'resume', 'recipe']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
 DATASETS: dict[str, Callable] = {}  # name -> loader(config) -> (train, test) ImageDatasets
@@ -608,7 +610,8 @@ def _write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
         raise
 
-_TEXT_FILES = ('config.json', 'config.toml', 'metrics.csv', 'report.json')  # a run folder's
+_TEXT_FILES = ('config.json', 'config.toml', 'metrics.csv', 'report.json',  # a run folder's
+               'baselines.json')
 def _remove_leftovers(run_dir: Path) -> list[Path]:
     "Remove the temporary files a killed process (SIGKILL runs no clean-up) left in run_dir."
     found = [p for p in (run_dir / 'checkpoints').glob('.step-*.pt.tmp')
@@ -691,7 +694,7 @@ class _State:
         return {'format': CHECKPOINT_FORMAT, 'config': self.config.to_dict(), 'step': self.step,
                 'method_file': self.method_file,
                 'world_size': self.world_size, 'process_rng': process_rng,
-                'segments': list(self.segments),
+                'segments': list(self.segments), 'seconds': self.seconds,
                 'epoch': self.step // self.steps_per_epoch,
                 'model': self.method.state_dict(), 'optimizer': self.optimizer.state_dict(),
                 'scheduler': self.scheduler.state_dict(), 'scaler': self.scaler.state_dict(),
@@ -726,14 +729,46 @@ class _State:
         self.monitor = [tuple(r) for r in state['monitor']]
         self.monitored = [(e, s, dict(v)) for e, s, v in state.get('monitored', [])]
         self.segments = list(state.get('segments', [self.config.epochs]))  # older: one segment
+        self.seconds = state.get('seconds', 0.0)  # older checkpoints: the time is not known
         self._folder_settings = state['config']
+
+# %% ../nbs/09_training.ipynb #7c2b7d77
+def format_seconds(
+    seconds: float, # a duration, at least 0
+) -> str: # '42 s', '3 min 07 s' or '2 h 05 min'
+    "A duration as people read it: seconds, minutes and seconds, or hours and minutes."
+    seconds = check_number(seconds, 'seconds', low=0.0)
+    if seconds < 59.5: return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60: return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes:02d} min"
+
+def _check_log(log) -> None:
+    if log is not None and not callable(log):
+        raise TypeError(f"log must be a function of one line of text, such as print, or None; "
+                        f"got {type(log).__name__}")
+
+def _epoch_line(trainer, epoch: int) -> str:
+    "The line `fit` logs at the end of an epoch (0-based) of `trainer`."
+    rows = [r for r in trainer.history if r[0] == epoch]
+    knn = [acc for e, _, acc in trainer.monitor if e == epoch]
+    parts = [f"epoch {epoch + 1}/{trainer.config.epochs}",
+             f"loss {sum(r[2] for r in rows) / len(rows):.3f}"]
+    if knn: parts.append(f"val kNN {knn[-1]:.3f}")
+    parts += [f"{sum(r[4] for r in rows) / len(rows):.0f} images/s",
+              format_seconds(trainer.seconds)]
+    return ', '.join(parts)
 
 # %% ../nbs/09_training.ipynb #57e6f605
 class _Loop:
     "The run to its end: the loop, its checkpoints, where it stopped."
 
-    def fit(self) -> dict:
+    def fit(self,
+            log: Callable[[str], None] | None = None, # gets a line at each epoch's end (rank 0)
+           ) -> dict: # the report
         "Train to the end (from wherever the run is), checkpointing and monitoring on the way."
+        _check_log(log)
         c = self.config
         writes = self.run_dir is not None and self.rank == 0  # one process writes files and logs
         if self.run_dir is not None:  # every process checks; rank 0 alone writes, later
@@ -746,6 +781,7 @@ class _Loop:
         self.method.train()
         bar = tqdm(total=self.total_steps, initial=self.step, disable=not c.progress or self.rank,
                    desc=f"{c.method} on {c.dataset}", unit='step', mininterval=1)
+        tick = time.perf_counter()
         with cpu_threads(c.threads), bar, self._say_where_stopped():
             while self.step < self.total_steps:
                 step, epoch = self.step, self.step // self.steps_per_epoch
@@ -765,6 +801,10 @@ class _Loop:
                 if epoch_end and self.monitors:
                     self.monitored.append((epoch, self.step, self._monitor_values()))
                     self.method.train()
+                now = time.perf_counter()
+                self.seconds, tick = self.seconds + now - tick, now
+                if epoch_end and log is not None and self.rank == 0:
+                    with bar.external_write_mode(): log(_epoch_line(self, epoch))
                 if self.run_dir is not None and (
                         self.step == self.total_steps
                         or (c.checkpoint_every and self.step % c.checkpoint_every == 0)
@@ -806,12 +846,14 @@ class _Measures:
     def knn(self, split: str = 'val', bank_size: int = 4096) -> float:
         "kNN accuracy of the encoder's features on a split, training images as the labelled bank."
         check_choice(split, 'split', ('val', 'test'))
-        query, train = self.data[split], self.data['train']
+        return self._knn(self.encoder, split, bank_size)
+
+    def _knn(self, encoder: nn.Module, split: str, bank_size: int = 4096) -> float:
+        query, bank = self.data[split], self.data['train'].subset(slice(0, bank_size))
         if len(query) == 0: return math.nan
-        bank = train.subset(slice(0, bank_size))
         with self._autocast():
-            f_bank = embed(self.encoder, bank.images, device=self.device)
-            f_query = embed(self.encoder, query.images, device=self.device)
+            f_bank = embed(encoder, bank.images, device=self.device)
+            f_query = embed(encoder, query.images, device=self.device)
         return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=self.config.knn_k)
 
     def _monitor_values(self) -> dict[str, float]:
@@ -842,15 +884,66 @@ class _Measures:
         _write_text(self.run_dir / 'metrics.csv', text.getvalue())
 
     def report(self) -> dict:
-        "Final numbers: last loss, validation kNN, and the test kNN (reported, never selected on)."
+        "Final numbers: last loss, validation and test kNN (never selected on), and their context."
         report = {'method': self.config.method, 'dataset': self.config.dataset, 'step': self.step,
                   'final_loss': self.history[-1][2] if self.history else None,
                   'val_knn': self.knn('val') if len(self.data['val']) else None,
-                  'test_knn': self.knn('test')}
+                  'test_knn': self.knn('test'), 'baselines': self.baselines(),
+                  'seconds': round(self.seconds, 1)}
         if self.monitored: report['monitors'] = self.monitored[-1][2]  # the last epoch's
         if len(self.segments) > 1:  # an extended run: [first, last) epochs of each segment
             report['segments'] = [list(s) for s in zip([0] + self.segments[:-1], self.segments)]
         return report
+
+# %% ../nbs/09_training.ipynb #4832fae4
+_CONTEXT_FILE = 'baselines.json'
+# the settings the baselines depend on: the data, the encoder's architecture and seed, the kNN
+_CONTEXT_SETTINGS = ('dataset', 'n_train', 'n_test', 'data_seed', 'val_fraction', 'encoder',
+                     'width', 'blocks', 'norm', 'seed', 'knn_k')
+
+class _Context:
+    "What a run's test kNN is compared with: chance, raw pixels and the untrained encoder."
+
+    def untrained_encoder(self) -> nn.Module:
+        "The run's encoder as it was before the first step, rebuilt from the seed."
+        with torch.random.fork_rng(devices=[]), cpu_threads(self.config.threads):
+            torch.manual_seed(self.config.seed)  # as _build_method; the run's generators untouched
+            encoder, _ = _build_modules(self.config)
+        return encoder.to(self.device)
+
+    def baselines(self) -> dict[str, float]:
+        "Test-split kNN of chance, raw pixels and the untrained encoder; kept in the run folder."
+        if self._baselines is None:
+            key = {k: getattr(self.config, k) for k in _CONTEXT_SETTINGS}
+            self._baselines = self._read_context(key) or self._measure_context(key)
+        return dict(self._baselines)
+
+    def _measure_context(self, key: dict) -> dict[str, float]:
+        test, bank = self.data['test'], self.data['train'].subset(slice(0, 4096))
+        values = {'chance': torch.bincount(test.labels).max().item() / len(test.labels),
+                  'raw_pixels_knn': knn_accuracy(bank.images.flatten(1), bank.labels,
+                                                 test.images.flatten(1), test.labels,
+                                                 k=self.config.knn_k),
+                  'untrained_knn': self._knn(self.untrained_encoder(), 'test')}
+        if self.run_dir is not None and self.rank == 0 and self.run_dir.is_dir():
+            _write_text(self.run_dir / _CONTEXT_FILE,
+                        json.dumps({'settings': key, 'test': values}, indent=1) + '\n')
+        return values
+
+    def _read_context(self, key: dict) -> dict[str, float] | None:
+        "The run folder's baselines if they were measured for these settings (else None)."
+        path = None if self.run_dir is None else self.run_dir / _CONTEXT_FILE
+        if path is None or not path.is_file(): return None
+        try: saved = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError): return None  # a cache: measure again
+        if not isinstance(saved, dict) or saved.get('settings') != key: return None
+        values = saved.get('test')
+        if not isinstance(values, dict): return None
+        names = ('chance', 'raw_pixels_knn', 'untrained_knn')
+        if set(values) != set(names) or not all(
+                isinstance(values[n], float) and 0 <= values[n] <= 1 for n in names):
+            return None
+        return values
 
 # %% ../nbs/09_training.ipynb #780a1bc6
 class _Build:
@@ -924,7 +1017,7 @@ class _Schedule:
             group['lr'] = base * self._lr_factor(self.step)  # the new segment's first rate
 
 # %% ../nbs/09_training.ipynb #22e1ee95
-class Trainer(_Build, _Step, _State, _Loop, _Measures, _Schedule):
+class Trainer(_Build, _Step, _State, _Loop, _Measures, _Context, _Schedule):
     "One training run of any registered method on any registered dataset, resumable exactly."
     def __init__(self,
                  config: TrainConfig, # the settings
@@ -965,6 +1058,7 @@ class Trainer(_Build, _Step, _State, _Loop, _Measures, _Schedule):
             self._broadcast(self.method.parameters())  # every process starts from rank 0's weights
             self._broadcast(self.method.buffers())
         self.step, self.order, self.history, self.monitor, self.monitored = 0, None, [], [], []
+        self.seconds, self._baselines = 0.0, None  # time spent in fit, over every resumption
         # what run_dir's config.json must hold for this run to go on there (None: a new run)
         self._folder_settings, self._settings_to_write = None, True
 
@@ -1008,9 +1102,11 @@ def _check_extension(run_dir: Path, state: dict, epochs) -> None:
 def resume(
     run_dir: str | Path, # a run folder with at least one checkpoint
     epochs: int | None = None, # a finished run: its new length, in more epochs than it has
+    log: Callable[[str], None] | None = None, # gets a line at each epoch's end, as in `fit`
 ) -> Trainer: # the finished run
     "Continue a run from its newest checkpoint, with its saved settings, to the end (or extend it)."
     run_dir = check_path(run_dir, 'run_dir')
+    _check_log(log)
     _check_output_folder(run_dir)
     path, state = load_latest_checkpoint(run_dir, 'resume')
     values, saved = state['config'], _saved_settings(run_dir)
@@ -1025,5 +1121,52 @@ def resume(
     trainer = Trainer(TrainConfig.from_dict(values), run_dir)
     trainer.load_state_dict(state)
     if epochs is not None: trainer.extend(epochs)
-    trainer.fit()
+    trainer.fit(log)
     return trainer
+
+# %% ../nbs/09_training.ipynb #44b2a92a
+_CIFAR_POLICY = dict(scale=(0.08, 1.0), jitter_strength=0.5, grayscale_p=0.2, blur_p=0.0)
+_SOLO_POLICY = dict(scale=(0.08, 1.0), jitter_strength=1.0, grayscale_p=0.2, blur_p=0.5)
+# at 24 px a narrower network with larger batches: the five-minute recipe of benchmarks/NOTES.md
+_SMALL_FAST = dict(augment=dict(size=24), width=16, batch_size=128, lr=3e-3, schedule='cosine',
+                   warmup_epochs=2)
+_RESNET_GPU = dict(encoder='resnet18', n_train=0, n_test=0, channels_last=True, knn_every=10)
+RECIPES = {  # dataset -> recipe name -> settings that differ from TrainConfig's defaults
+    'shapes': {
+        'default': {},  # TrainConfig's: SimCLR, a small CNN of width 32, 10 epochs at 32 px
+        'fast': dict(_SMALL_FAST, epochs=12, warmup_epochs=1),
+        'best': dict(_SMALL_FAST, n_train=5000, n_test=1000, epochs=70, knn_every=10),
+    },
+    'cifar10': {
+        'solo-learn-simclr': dict(_RESNET_GPU, augment=_SOLO_POLICY, method='simclr',
+            options=dict(temperature=0.2), head_hidden=2048, embed_dim=256, batch_size=256,
+            epochs=1000, optimizer='lars', lr=0.4, weight_decay=1e-4, lars_trust=0.02,
+            lars_clip=True, schedule='cosine', warmup_epochs=10, precision='float16'),
+        'lightly-moco': dict(_RESNET_GPU, augment=_CIFAR_POLICY, method='moco',
+            options=dict(temperature=0.1, queue_size=4096, momentum=0.99, symmetric=True,
+                         bn_splits=8),
+            head_hidden=512, batch_size=512, epochs=200, optimizer='sgd', lr=0.24,
+            weight_decay=5e-4, schedule='cosine', precision='bfloat16'),
+    },
+    'stl10': {
+        'simclr': dict(_RESNET_GPU, augment=dict(size=64, scale=(0.08, 1.0),
+            jitter_strength=0.5, grayscale_p=0.2), method='simclr',
+            options=dict(temperature=0.2), batch_size=256, epochs=200, optimizer='lars',
+            lr=0.4, weight_decay=1e-4, schedule='cosine', warmup_epochs=10,
+            precision='bfloat16'),
+    },
+}
+
+def recipe(
+    name: str, # a recipe of the dataset: a key of RECIPES[dataset]
+    dataset: str = 'shapes', # a key of RECIPES
+) -> dict: # the settings, `dataset` included, for `TrainConfig.from_dict`
+    "A named set of settings for a dataset, as `contrastive-nb train --recipe NAME` uses it."
+    check_choice(dataset, 'dataset', tuple(RECIPES))
+    if not isinstance(name, str): raise TypeError(f"name must be a str, got {type(name).__name__}")
+    if name not in RECIPES[dataset]:
+        elsewhere = [d for d, names in RECIPES.items() if name in names]
+        hint = f"; {name!r} is a recipe of {elsewhere[0]}" if elsewhere else ''
+        raise ValueError(f"name must be a recipe of {dataset}: {', '.join(RECIPES[dataset])}; "
+                         f"got {name!r}{hint}")
+    return {'dataset': dataset, **copy.deepcopy(RECIPES[dataset][name])}

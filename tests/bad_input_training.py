@@ -7,7 +7,7 @@ import torch
 from test_bad_input import Case, _mod
 
 CONSTANTS = {'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'TRAIN_POLICY',
-             'CHECKPOINT_FORMAT', 'CheckpointError', 'RUNTIME_SETTINGS', 'LARS_SETTINGS'}
+             'CHECKPOINT_FORMAT', 'CheckpointError', 'RUNTIME_SETTINGS', 'LARS_SETTINGS', 'RECIPES'}
 
 AUGMENT = dict(size=8, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), flip_p=0.5, jitter_strength=0.5, jitter_p=0.8,
                grayscale_p=0.2, blur_p=0.5, blur_sigma=(0.1, 2.0))
@@ -21,6 +21,12 @@ SETTINGS = dict(method='simclr', options=OPTIONS, dataset='shapes', data_root=''
 CHOICES = ('method', 'dataset', 'encoder', 'norm', 'optimizer', 'schedule', 'device', 'precision')
 
 def _tmp() -> Path: return Path(tempfile.mkdtemp(prefix='bad_input_training_'))
+
+def _copy(run: Path) -> str:
+    "A fresh copy of a finished run folder, to extend."
+    copy = _tmp() / 'run'
+    shutil.copytree(run, copy)
+    return str(copy)
 
 def cases():
     t = _mod('training')
@@ -83,5 +89,8 @@ def cases():
         'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp()), datasets=t.load_datasets(config),
                                          monitors={'spread': lambda trainer: 1.0}))],
         'train': [Case(t.train, dict(config=config))],
-        'resume': [Case(extended, dict(run_dir=str(run), epochs=2), os_errors=True)],
+        'resume': [Case(extended, dict(run_dir=str(run), epochs=2), os_errors=True),
+                   Case(lambda log: t.resume(_copy(run), 2, log), dict(log=print), 'log')],
+        'recipe': [Case(t.recipe, dict(name='fast', dataset='shapes'), choices=('dataset', 'name'))],
+        'format_seconds': [Case(t.format_seconds, dict(seconds=187.0))],
     }

@@ -27,3 +27,15 @@ def test_augment_benchmark_runs_and_reports_ratios():
     ratios = quick_ratios('augment_bench.py')
     assert set(ratios) == {'batched_vs_torchvision', 'batched_views_per_s', 'torchvision_views_per_s'}
     assert all(v > 0 for v in ratios.values())
+
+@pytest.mark.slow
+def test_recipes_benchmark_runs_each_cpu_recipe_through_the_command_line():
+    out = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'recipes_bench.py'), '--quick'],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(result['recipes']) == {'shapes:default', 'shapes:fast', 'shapes:best'}
+    for recipe in result['recipes'].values():
+        run, = recipe['runs']
+        assert 0.1 <= run['chance'] <= 1 and 0 <= run['test_knn'] <= 1  # ten classes
+        assert 0 <= run['training_s'] < run['wall_s'] and run['steps'] == 5  # 96 images, batch 16
