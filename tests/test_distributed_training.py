@@ -148,7 +148,7 @@ def test_torchrun_trains_writes_once_and_resumes_bit_identically_after_sigkill(t
     report = json.loads(out)  # one report: rank 0 prints, rank 1 does not
     assert report['step'] == 3 * 11 and report['method'] == 'simclr_global'
     assert sorted(p.name for p in (tmp_path / 'whole').iterdir()) == [
-        'checkpoints', 'config.json', 'config.toml', 'metrics.csv', 'report.json']
+        'baselines.json', 'checkpoints', 'config.json', 'config.toml', 'metrics.csv', 'report.json']
     assert os.listdir(tmp_path) == ['whole']
     state = torch.load(latest_checkpoint(tmp_path / 'whole'), weights_only=True)
     assert state['world_size'] == 2 and state['process_rng'].shape[0] == 2
