@@ -27,6 +27,8 @@ _TOP_LEVEL = {
     'text': ('TextEncoder', 'TicketSearch', 'mnrl_loss', 'train_text_encoder'),
     'clip': ('TinyCLIP', 'clip_loss', 'train_clip', 'zero_shot_predict'),
     'experiments': ('paired_difference',),
+    'without_negatives': ('BYOL', 'BarlowTwins', 'SimSiam', 'VICReg', 'barlow_twins_loss',
+                          'byol_loss', 'simsiam_loss', 'vicreg_loss'),
 }
 _MODULE_OF = {name: module for module, names in _TOP_LEVEL.items() for name in names}
 __all__ = sorted(_MODULE_OF)

@@ -19,7 +19,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_choice, check_module, check_positive_int, check_seed
+from ._checks import (check_choice, check_int, check_module, check_positive_int,
+                                    check_seed)
 
 # %% auto #0
 __all__ = ['METHODS', 'BUILTIN_METHODS', 'Monitor', 'Batch', 'MethodOptions', 'settings_from_dict', 'MethodSetup',
@@ -85,10 +86,12 @@ class MethodSetup:
     embed_dim: int # width of the head's output
     seed: int = 0 # the run's seed (a bank's or a queue's starting rows)
     world_size: int = 1 # processes training together
+    total_steps: int = 0 # optimiser steps the run will take (0: not known), for a schedule
 
     def __post_init__(self):
         for name in ('n_train', 'batch_size', 'embed_dim', 'world_size'):
             object.__setattr__(self, name, check_positive_int(getattr(self, name), name))
+        object.__setattr__(self, 'total_steps', check_int(self.total_steps, 'total_steps', low=0))
         object.__setattr__(self, 'seed', check_seed(self.seed))
 
 # %% ../nbs/methods.ipynb #2d243a52
@@ -138,6 +141,10 @@ class ContrastiveMethod(nn.Module):
     def parameters_to_train(self) -> list[Tensor]:
         "What the optimiser updates: every parameter that requires a gradient (not a key encoder)."
         return [p for p in self.parameters() if p.requires_grad]
+
+    def constant_lr_parameters(self) -> list[Tensor]:
+        "Parameters to train at the base rate whatever the schedule (SimSiam's predictor)."
+        return []
 
     def after_step(self) -> None:
         "Called after each optimiser step (e.g. to write into a memory bank)."
@@ -210,6 +217,10 @@ BUILTIN_METHODS = {
     'hcl': ('contrastive_nb.debiased', 'HCLSimCLR'),
     'supcon': ('contrastive_nb.debiased', 'SupCon'),
     'simclr_global': ('contrastive_nb.distributed', 'GlobalSimCLR'),
+    'simsiam': ('contrastive_nb.without_negatives', 'SimSiam'),
+    'byol': ('contrastive_nb.without_negatives', 'BYOL'),
+    'barlow_twins': ('contrastive_nb.without_negatives', 'BarlowTwins'),
+    'vicreg': ('contrastive_nb.without_negatives', 'VICReg'),
 }
 
 # %% ../nbs/methods.ipynb #c20df203
@@ -294,7 +305,8 @@ def _load_file_method(name: str) -> MethodSpec:
 # %% ../nbs/methods.ipynb #459d78ce
 def method_names() -> tuple[str, ...]: # registered and built-in names, sorted
     "The names `TrainConfig.method` accepts (besides FILE.py:CLASS)."
-    return tuple(sorted(set(METHODS) | set(BUILTIN_METHODS)))
+    registered = {name for name, spec in METHODS.items() if not spec.source}  # files: by path
+    return tuple(sorted(registered | set(BUILTIN_METHODS)))
 
 def method_spec(
     name: str, # a registered or built-in name, or 'FILE.py:CLASS'
@@ -308,8 +320,9 @@ def method_spec(
         # a notebook's copy: the lesson's module is the method everything else is built from)
     if name in METHODS:
         spec = METHODS[name]
-        if spec.source and _sha256(Path(spec.source)) != spec.sha256:
-            return _load_file_method(name)  # the file changed since: read it again
+        if spec.source and (not Path(spec.source).is_file()
+                            or _sha256(Path(spec.source)) != spec.sha256):
+            return _load_file_method(name)  # changed or gone since: read again (or say it is gone)
         return spec
     if ':' in name and name.split(':')[0].endswith('.py'): return _load_file_method(name)
     raise ValueError(f"method must be one of {method_names()}, or FILE.py:CLASS for a method "

@@ -955,7 +955,7 @@ class _Build:
         if self.world_size > 1 and self.method_file: self._check_same_file()
         setup = MethodSetup(n_train=n_train, batch_size=self.local_batch,
                             embed_dim=config.embed_dim, seed=config.seed,
-                            world_size=self.world_size)
+                            world_size=self.world_size, total_steps=self.total_steps)
         with cpu_threads(config.threads):
             torch.manual_seed(config.seed)
             encoder, head = _build_modules(config)
@@ -973,9 +973,14 @@ class _Build:
     def _build_optimisation(self, config: TrainConfig) -> None:
         "The optimiser over what the method trains, the schedule, mixed precision and its scaler."
         self.parameters = self.method.parameters_to_train()
-        self.optimizer = _optimizer(config, self.parameters)
+        constant = {id(p) for p in self.method.constant_lr_parameters()}
+        groups = [[p for p in self.parameters if id(p) not in constant],
+                  [p for p in self.parameters if id(p) in constant]]  # scheduled, then constant
+        factors = [lambda s: self._lr_factor(s), lambda s: 1.0]
+        kept = [k for k, group in enumerate(groups) if group]
+        self.optimizer = _optimizer(config, [{'params': groups[k]} for k in kept])
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
-                                                           lambda s: self._lr_factor(s))
+                                                           [factors[k] for k in kept])
         self.method.set_precision(self.device.type, self.dtype)
         self.scaler = torch.amp.GradScaler(self.device.type,
                                            enabled=config.precision == 'float16')
@@ -1013,8 +1018,9 @@ class _Schedule:
         self.config = dataclasses.replace(self.config, epochs=epochs)
         self.segments.append(epochs)
         self.total_steps = epochs * self.steps_per_epoch
-        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
-            group['lr'] = base * self._lr_factor(self.step)  # the new segment's first rate
+        for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs,
+                                       self.scheduler.lr_lambdas):
+            group['lr'] = base * factor(self.step)  # the new segment's first rate
 
 # %% ../nbs/09_training.ipynb #22e1ee95
 class Trainer(_Build, _Step, _State, _Loop, _Measures, _Context, _Schedule):

@@ -32,6 +32,17 @@ def cli(*args, cwd) -> subprocess.CompletedProcess:
 def final_weights(run_dir) -> dict:
     return torch.load(latest_checkpoint(run_dir), weights_only=True)['model']
 
+def train_until_killed(args: list, run_dir: str, cwd) -> None:
+    "`contrastive-nb train ARGS --run-dir RUN_DIR` in a process SIGKILLed as soon as its first checkpoint exists."
+    proc = subprocess.Popen([sys.executable, '-m', 'contrastive_nb.cli', 'train', *args, '--run-dir', run_dir],
+                            cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while latest_checkpoint(cwd / run_dir) is None and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+
 @pytest.mark.slow
 def test_version(tmp_path):
     from contrastive_nb import __version__
@@ -92,14 +103,7 @@ def test_sigkill_mid_epoch_then_resume_gives_bit_identical_weights(tmp_path):
     args = [*TINY, '--n-train', '200', '--width', '8', '--batch-size', '16', '--epochs', '4',
             '--checkpoint-every', '7', '--knn-every', '2']
     assert cli('train', *args, '--run-dir', 'whole', cwd=tmp_path).returncode == 0
-    proc = subprocess.Popen([sys.executable, '-m', 'contrastive_nb.cli', 'train', *args, '--run-dir', 'killed'],
-                            cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    while latest_checkpoint(tmp_path / 'killed') is None and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    train_until_killed(args, 'killed', tmp_path)
     state = torch.load(latest_checkpoint(tmp_path / 'killed'), weights_only=True)
     assert state['step'] % 10 != 0 and state['step'] < 40  # killed mid-epoch, mid-run
     assert not (tmp_path / 'killed' / 'report.json').exists()
@@ -125,7 +129,7 @@ def test_a_truncated_checkpoint_is_named_and_the_previous_one_still_resumes(tmp_
 
 @pytest.mark.slow
 @pytest.mark.parametrize('args,message', [
-    (['--method', 'simsiam'], "method must be one of"),
+    (['--method', 'dino'], "method must be one of"),
     (['--batch-size', '1'], "batch_size must be at least 2"),
     (['--dataset', 'cifar10', '--data-root', 'no/such/folder'], "CIFAR-10 was not found"),
     (['--options.temperature', '0'], "temperature must be a finite number in (0"),
@@ -190,7 +194,7 @@ def test_a_methods_unknown_option_or_bad_value_on_the_command_line_is_refused_be
         err = capsys.readouterr().err
         assert info.value.code == 2 and f'unrecognized arguments: {unknown}' in err, err
         assert 'Traceback' not in err and len(err.strip().splitlines()) <= 2
-    code, _, err = run_main(capsys, 'train', '--method', 'simsiam', '--options.temperature', '0.1')
+    code, _, err = run_main(capsys, 'train', '--method', 'dino', '--options.temperature', '0.1')
     assert code == 2 and 'method must be one of' in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / 'runs').exists()
 

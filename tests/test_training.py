@@ -112,7 +112,11 @@ CHANGED = {'simclr': dict(temperature=0.3, chunk_size=3),
            'debiased': dict(temperature=0.3, tau_plus=0.2),
            'hcl': dict(temperature=0.3, tau_plus=0.2, beta=0.5),
            'supcon': dict(temperature=0.3),
-           'simclr_global': dict(temperature=0.3, grad_cache_chunk=4, chunk_size=3, gather='no_grad')}
+           'simclr_global': dict(temperature=0.3, grad_cache_chunk=4, chunk_size=3, gather='no_grad'),
+           'simsiam': dict(predictor_hidden=6, predictor=False, stop_gradient=False, fixed_predictor_lr=False),
+           'byol': dict(predictor_hidden=12, base_momentum=0.9, final_momentum=0.95),
+           'barlow_twins': dict(lambda_=0.02),
+           'vicreg': dict(invariance=20.0, variance=15.0, covariance=2.0, gamma=0.8)}
 
 def test_changed_options_cover_every_option_of_every_built_in_method():
     assert sorted(CHANGED) == sorted(BUILTIN_METHODS)
@@ -127,6 +131,7 @@ def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
     from contrastive_nb.distributed import global_nt_xent
     from contrastive_nb.hard_negatives import hard_negative_loss, in_batch_negatives
     from contrastive_nb.infonce import info_nce, nt_xent
+    from contrastive_nb.without_negatives import barlow_twins_loss, byol_loss, simsiam_loss, vicreg_loss
     o, views, g = types.SimpleNamespace(**options), batch.views, batch.generator
     if name == 'moco':  # lesson 06's model is its own loss
         assert (method.temperature, method.m, method.symmetric, method.bn_splits, len(method.queue.keys)) == (
@@ -145,6 +150,13 @@ def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
     if name == 'debiased': return debiased_nt_xent(z1, z2, o.temperature, o.tau_plus)
     if name == 'hcl': return hcl_loss(z1, z2, o.temperature, o.tau_plus, o.beta)
     if name == 'supcon': return supcon_loss(torch.cat([z1, z2]), torch.cat([batch.labels] * 2), o.temperature)
+    if name == 'simsiam':  # lesson 13's: the predictor of each embedding against the other's
+        return simsiam_loss(method.predictor(z1), z1, method.predictor(z2), z2, o.stop_gradient)
+    if name == 'byol':  # against the target's projections of the other view
+        t1, t2 = (method.target_head(method.target_encoder(v)) for v in views)
+        return byol_loss(method.predictor(z1), t1, method.predictor(z2), t2)
+    if name == 'barlow_twins': return barlow_twins_loss(z1, z2, o.lambda_)
+    if name == 'vicreg': return vicreg_loss(z1, z2, o.invariance, o.variance, o.covariance, o.gamma)
     raise AssertionError(f"no lesson loss for {name!r}: add it here")
 
 @pytest.mark.parametrize('method', sorted(BUILTIN_METHODS))
@@ -416,7 +428,7 @@ def test_training_imports_no_lesson_module():
 # --- config -----------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize('changes,error,match', [
-    (dict(method='simsiam'), ValueError, 'method must be one of'),
+    (dict(method='dino'), ValueError, 'method must be one of'),
     (dict(dataset='imagenet'), ValueError, 'dataset must be one of'),
     (dict(batch_size=1), ValueError, 'batch_size must be at least 2'),
     (dict(options={'temperature': 0.0}), ValueError, 'temperature'),

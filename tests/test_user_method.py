@@ -2,17 +2,15 @@
 lists and checks its options, survives a SIGKILL with a bit-identical resume, and refuses to resume from an edited
 file."""
 import json
-import os
-import signal
 import subprocess
 import sys
 import shlex
-import time
 
 import pytest
 import torch
 
 from conftest import ROOT
+from test_cli import cli, env, train_until_killed
 from contrastive_nb.training import TrainConfig, Trainer, latest_checkpoint
 
 EXAMPLE = ROOT / 'examples' / 'align_uniform.py'  # the README's example
@@ -21,13 +19,6 @@ METHOD = EXAMPLE.read_text()
 TINY = ['--n-train', '200', '--n-test', '16', '--augment.size', '16', '--width', '8', '--blocks', '2',
         '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '16', '--epochs', '4', '--threads', '1',
         '--progress', 'false', '--knn-every', '2', '--checkpoint-every', '7']
-
-def env() -> dict:
-    return {**os.environ, 'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}
-
-def cli(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, '-m', 'contrastive_nb.cli', *map(str, args)], cwd=cwd, env=env(),
-                          capture_output=True, text=True, timeout=300)
 
 @pytest.fixture
 def method_file(tmp_path):
@@ -72,14 +63,7 @@ def test_sigkill_then_resume_is_bit_identical_and_an_edited_file_is_refused(meth
     args = ['--method', f'{method_file.name}:AlignUniform', '--options.weight', '0.5', *TINY]
     out = cli('train', *args, '--run-dir', 'whole', cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    proc = subprocess.Popen([sys.executable, '-m', 'contrastive_nb.cli', 'train', *args, '--run-dir', 'killed'],
-                            cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    while latest_checkpoint(tmp_path / 'killed') is None and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    train_until_killed(args, 'killed', tmp_path)
     state = torch.load(latest_checkpoint(tmp_path / 'killed'), weights_only=True)
     assert state['step'] < 40 and state['method_file']['path'] == str(method_file.resolve())
     assert json.loads((tmp_path / 'killed' / 'config.json').read_text())['options'] == {'weight': 0.5, 't': 2.0}

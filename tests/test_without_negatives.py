@@ -1,0 +1,89 @@
+"""Lesson 13's methods in the trainer and on the command line: BYOL resumes bit for bit (its target and momentum schedule
+are in the checkpoint), and Barlow Twins and VICReg on 2 gloo processes compute the loss of the global batch, as one
+process does on all the rows."""
+import pytest
+import torch
+from torch import nn
+
+from test_cli import TINY, cli, final_weights, train_until_killed
+from contrastive_nb.launch import launch
+from contrastive_nb.training import (TrainConfig, Trainer, latest_checkpoint, load_latest_checkpoint,
+                                     resume, train)
+from contrastive_nb.without_negatives import (BarlowTwins, VICReg, barlow_twins_loss, byol_momentum,
+                                              vicreg_loss)
+
+SMALL = dict(n_train=72, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8,
+             batch_size=16, epochs=3, knn_every=0, progress=False, threads=1, schedule='cosine')
+
+class StopAtStep(Trainer):
+    "A run that dies at step 7 (after its checkpoint at step 6)."
+    def train_step(self):
+        if self.step == 7: raise KeyboardInterrupt("stopped")
+        return super().train_step()
+
+@pytest.mark.parametrize('method', ['byol', 'simsiam', 'barlow_twins', 'vicreg'])
+def test_a_stopped_run_resumes_to_the_same_weights(tmp_path, method):
+    config = TrainConfig(**SMALL, method=method, checkpoint_every=3)  # 4 steps per epoch, 12 in all
+    whole = train(config, tmp_path / 'whole')
+    with pytest.raises(KeyboardInterrupt): StopAtStep(config, tmp_path / 'stopped').fit()
+    resumed = resume(tmp_path / 'stopped')
+    a, b = whole.method.state_dict(), resumed.method.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+def test_byol_keeps_its_target_and_schedule_in_the_checkpoint(tmp_path):
+    run = train(TrainConfig(**SMALL, method='byol'), tmp_path)
+    _, state = load_latest_checkpoint(tmp_path)
+    assert int(state['model']['steps']) == run.step == 12
+    assert any(k.startswith('target_encoder.') for k in state['model'])
+    assert run.method.momentum() == byol_momentum(12, 12) == 1.0  # the schedule ended at its final value
+    trained = {id(p) for p in run.optimizer.param_groups[0]['params']}
+    assert trained.isdisjoint(id(p) for p in run.method.target_encoder.parameters())
+
+@pytest.mark.slow
+def test_byol_trains_from_the_command_line_and_resumes_after_a_sigkill(tmp_path):
+    # 200 images: 180 train at a batch of 16 = 11 steps per epoch, 44 in all; a checkpoint every 5 steps
+    args = [*TINY, '--n-train', '200', '--batch-size', '16', '--epochs', '4', '--method', 'byol',
+            '--options.base-momentum', '0.9', '--checkpoint-every', '5']
+    assert cli('train', *args, '--run-dir', 'whole', cwd=tmp_path).returncode == 0
+    train_until_killed(args, 'killed', tmp_path)
+    out = cli('train', '--resume', 'killed', cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    whole, resumed = final_weights(tmp_path / 'whole'), final_weights(tmp_path / 'killed')
+    assert whole.keys() == resumed.keys() and any(k.startswith('target_') for k in whole)
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole), "resumed weights differ from the uninterrupted run"
+    help_text = cli('train', '--method', 'byol', '--help', cwd=tmp_path).stdout
+    assert '--options.base-momentum FLOAT' in help_text and '--options.final-momentum FLOAT' in help_text
+
+# --- the global batch on 2 processes -------------------------------------------------------------------------------
+
+def _embeddings(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(12, 5, generator=g, dtype=torch.float64), torch.randn(12, 5, generator=g, dtype=torch.float64)
+
+def _local_loss_and_gradient() -> dict:
+    "In each of 2 processes: the method's loss of this process's 6 rows, and their gradient, averaged as the trainer does."
+    import torch.distributed as dist
+    rank, world = dist.get_rank(), dist.get_world_size()
+    out = {}
+    for name, cls in (('barlow_twins', BarlowTwins), ('vicreg', VICReg)):
+        method = cls(nn.Identity(), nn.Linear(5, 5))
+        rows = slice(rank * 6, (rank + 1) * 6)
+        z1, z2 = (z[rows].clone().requires_grad_() for z in _embeddings())
+        loss = method.pair_loss(z1, z2, None)
+        loss.backward()
+        out[name] = (loss.item(), z1.grad / world, z2.grad / world)  # the trainer divides by the world size
+    return out
+
+def test_barlow_twins_and_vicreg_use_the_global_batch_on_two_processes():
+    results = launch(_local_loss_and_gradient, 2, timeout=120)
+    for name, loss_fn in (('barlow_twins', barlow_twins_loss), ('vicreg', vicreg_loss)):
+        z1, z2 = (z.clone().requires_grad_() for z in _embeddings())
+        loss = loss_fn(z1, z2)
+        loss.backward()
+        for rank, result in enumerate(results):
+            local_loss, g1, g2 = result[name]
+            rows = slice(rank * 6, (rank + 1) * 6)
+            assert local_loss == pytest.approx(loss.item(), rel=1e-9), name  # every process: the global loss
+            assert torch.allclose(g1, z1.grad[rows]) and torch.allclose(g2, z2.grad[rows]), name
+        per_process = loss_fn(z1[:6].detach(), z2[:6].detach())
+        assert abs(per_process.item() - loss.item()) > 1e-3  # the other semantics would differ
