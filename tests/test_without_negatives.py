@@ -87,3 +87,65 @@ def test_barlow_twins_and_vicreg_use_the_global_batch_on_two_processes():
             assert torch.allclose(g1, z1.grad[rows]) and torch.allclose(g2, z2.grad[rows]), name
         per_process = loss_fn(z1[:6].detach(), z2[:6].detach())
         assert abs(per_process.item() - loss.item()) > 1e-3  # the other semantics would differ
+
+# --- the package's losses against the formulas, written out (the notebook tests its own copies) -------------------
+
+def _rows(n: int = 5, d: int = 3, count: int = 4, seed: int = 0) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(n, d, generator=g, dtype=torch.float64) for _ in range(count)]
+
+def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor: return (a @ b) / (a.norm() * b.norm())
+
+def test_simsiam_and_byol_losses_are_their_formulas():
+    from contrastive_nb.without_negatives import byol_loss, simsiam_loss
+    p1, z1, p2, z2 = _rows()
+    n = len(p1)
+    simsiam = sum(-_cos(p1[i], z2[i]) / 2 - _cos(p2[i], z1[i]) / 2 for i in range(n)) / n
+    byol = sum((2 - 2 * _cos(p1[i], z2[i])) + (2 - 2 * _cos(p2[i], z1[i])) for i in range(n)) / n
+    assert torch.allclose(simsiam_loss(p1, z1, p2, z2), simsiam)
+    assert torch.allclose(byol_loss(p1, z1, p2, z2), byol)
+
+def test_barlow_twins_and_vicreg_are_their_formulas():
+    from contrastive_nb.without_negatives import cross_correlation, vicreg_terms
+    z1, z2 = _rows(count=2, seed=1)
+    n, d = z1.shape
+    standard = lambda z: (z - z.mean(0)) / torch.sqrt(((z - z.mean(0)) ** 2).mean(0) + 1e-5)
+    c = torch.tensor([[sum(standard(z1)[k, i] * standard(z2)[k, j] for k in range(n)) / n for j in range(d)]
+                      for i in range(d)], dtype=torch.float64)
+    assert torch.allclose(cross_correlation(z1, z2), c)
+    expected = sum((1 - c[i, i]) ** 2 if i == j else 0.3 * c[i, j] ** 2 for i in range(d) for j in range(d))
+    assert torch.allclose(barlow_twins_loss(z1, z2, lambda_=0.3), expected)
+    def var_cov(z):
+        cov = (z - z.mean(0)).T @ (z - z.mean(0)) / (n - 1)
+        hinge = sum(max(0.0, 1.2 - float(torch.sqrt(cov[j, j] + 1e-4))) for j in range(d)) / d
+        return hinge, sum(float(cov[i, j]) ** 2 for i in range(d) for j in range(d) if i != j) / d
+    (v1, c1), (v2, c2) = var_cov(z1), var_cov(z2)
+    terms = vicreg_terms(z1, z2, gamma=1.2)
+    assert terms['invariance'].item() == pytest.approx(((z1 - z2) ** 2).sum().item() / (n * d))
+    assert terms['variance'].item() == pytest.approx(v1 / 2 + v2 / 2) and v1 > 0
+    assert terms['covariance'].item() == pytest.approx(c1 + c2)
+    weights = dict(invariance=2.0, variance=3.0, covariance=5.0)
+    total = 2.0 * terms['invariance'] + 3.0 * terms['variance'] + 5.0 * terms['covariance']
+    assert torch.allclose(vicreg_loss(z1, z2, **weights, gamma=1.2), total)
+
+def test_two_rows_are_enough_one_is_not_and_eps_must_be_positive():
+    from contrastive_nb.without_negatives import cross_correlation
+    z1, z2 = _rows(n=2, count=2)
+    assert torch.isfinite(barlow_twins_loss(z1, z2)) and torch.isfinite(vicreg_loss(z1, z2))
+    with pytest.raises(ValueError, match='at least 2'): vicreg_loss(z1[:1], z2[:1])
+    for loss in (barlow_twins_loss, vicreg_loss, cross_correlation):
+        with pytest.raises(ValueError, match='eps'): loss(z1, z2, eps=0.0)
+
+def test_byol_without_a_known_length_keeps_its_base_momentum():
+    from contrastive_nb.models import ProjectionHead, SmallCNN
+    from contrastive_nb.without_negatives import BYOL, BYOLOptions
+    encoder = SmallCNN(width=4, blocks=2)
+    byol = BYOL(encoder, ProjectionHead(encoder.feature_dim, 8, 4), BYOLOptions(base_momentum=0.9))
+    for _ in range(3): byol.after_step()
+    assert byol.momentum() == 0.9 and int(byol.steps) == 3
+
+def test_byol_momentum_is_a_half_cosine_and_simsiam_refuses_a_non_flag():
+    from contrastive_nb.without_negatives import simsiam_loss
+    assert [byol_momentum(k, 4, base=0.9) for k in (0, 2, 4)] == pytest.approx([0.9, 0.95, 1.0])
+    assert byol_momentum(1, 4, base=0.9) == pytest.approx(1 - 0.1 * (1 + 2 ** -0.5) / 2)
+    with pytest.raises(TypeError, match='stop_gradient'): simsiam_loss(*_rows(), stop_gradient='yes')
