@@ -20,7 +20,8 @@ from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['embed', 'knn_predict', 'knn_accuracy', 'linear_probe', 'first_relevant_rank', 'rank_of_positive', 'ranking_metrics',
-           'retrieval_metrics', 'normalized_std', 'effective_rank', 'covariance_spectrum']
+           'ndcg_at_k', 'average_precision', 'retrieval_metrics', 'normalized_std', 'effective_rank',
+           'covariance_spectrum']
 
 # %% ../nbs/evaluate.ipynb #f9ab4aa0
 def _device(device, default: torch.device) -> torch.device:
@@ -338,6 +339,64 @@ def ranking_metrics(
     out['MRR'] = (1 / r).mean().item()
     out['mean_rank'] = r.mean().item()
     return out
+
+# %% ../nbs/evaluate.ipynb #4ea6223a
+def _check_relevance(values, scores: Tensor, name: str) -> Tensor:
+    "A (Q, N) tensor of the shape of `scores`, with something relevant in every row; else an error."
+    check_tensor(values, name, ndim=2)
+    if values.shape != scores.shape:
+        raise ValueError(f"{name} must have the shape of scores, {tuple(scores.shape)}, "
+                         f"got {tuple(values.shape)}")
+    lonely = ~(values > 0).any(1) if len(values) else torch.zeros(0, dtype=torch.bool)
+    if lonely.any():
+        i = int(lonely.nonzero()[0])
+        raise ValueError(f"{name}[{i}] has nothing relevant (no positive value): query {i}'s "
+                         "nDCG and AP are undefined; drop such queries first")
+    return values.to(scores.device)
+
+def _pessimistic_order(
+    scores: Tensor, # (Q, N) every query's score for every document; higher ranks first
+    gains: Tensor, # (Q, N) relevance of each document (bool or numbers); ties put low gains first
+) -> Tensor: # (Q, N) int64 document indices, best-ranked first
+    "Documents by descending score; within a tie, the least relevant first (ties count against)."
+    by_gain = gains.double().argsort(dim=1, stable=True)  # low gains first
+    by_score = scores.gather(1, by_gain).argsort(dim=1, descending=True, stable=True)
+    return by_gain.gather(1, by_score)
+
+def ndcg_at_k(
+    scores: Tensor, # (Q, N) every query's score for every document; higher ranks first
+    gains: Tensor, # (Q, N) graded relevance >= 0 (e.g. 2 same problem, 1 same intent, 0 else)
+    k: int = 10, # cut-off: the first k ranks count (all of them when k >= N)
+) -> Tensor: # (Q,) float64 nDCG@k of each query, in [0, 1]
+    "Normalised discounted cumulative gain at k, linear gains, ties counted against the query."
+    scores = _check_scores(scores)
+    check_tensor(gains, 'gains', ndim=2)
+    if gains.is_complex(): raise TypeError(f"gains must be real numbers, got {gains.dtype}")
+    gains = gains.double()
+    if ((gains < 0) | ~gains.isfinite()).any():
+        raise ValueError("gains must be finite and >= 0 (0: not relevant); got a negative, "
+                         "infinite or NaN gain")
+    gains = _check_relevance(gains, scores, 'gains')
+    k = min(check_positive_int(k, 'k'), scores.shape[1])
+    discount = 1 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64, device=scores.device))
+    got = gains.gather(1, _pessimistic_order(scores, gains)[:, :k])
+    ideal = gains.sort(1, descending=True).values[:, :k]
+    return (got * discount).sum(1) / (ideal * discount).sum(1)
+
+def average_precision(
+    scores: Tensor, # (Q, N) every query's score for every document; higher ranks first
+    relevant: Tensor, # (Q, N) bool: True where document j is relevant to query i; >= 1 per row
+) -> Tensor: # (Q,) float64 average precision of each query over the full ranking (MAP: its mean)
+    "Mean over a query's relevant documents of the precision at their ranks; ties count against."
+    scores = _check_scores(scores)
+    check_tensor(relevant, 'relevant', ndim=2)
+    if relevant.dtype != torch.bool:
+        raise TypeError(f"relevant must be a boolean mask, got {relevant.dtype}; for graded "
+                        "relevance pass gains > 0 (AP is binary) or use ndcg_at_k")
+    relevant = _check_relevance(relevant, scores, 'relevant')
+    hits = relevant.gather(1, _pessimistic_order(scores, relevant)).double()
+    ranks = torch.arange(1, scores.shape[1] + 1, dtype=torch.float64, device=scores.device)
+    return (hits.cumsum(1) / ranks * hits).sum(1) / hits.sum(1)
 
 # %% ../nbs/evaluate.ipynb #37bc92f4
 def retrieval_metrics(

@@ -442,6 +442,9 @@ def _evaluate():
                                                              ks=(1, 3)),
                                    indices=('positive',))],
         'normalized_std': [Case(e.normalized_std, dict(z=feats()))],
+        'ndcg_at_k': [Case(e.ndcg_at_k, dict(scores=feats(3, 5), gains=torch.eye(3, 5) * 2, k=3))],
+        'average_precision': [Case(e.average_precision, dict(scores=feats(3, 5),
+                                                             relevant=torch.eye(3, 5) > 0))],
         'effective_rank': [Case(e.effective_rank, dict(z=feats(), eps=1e-7))],
         'covariance_spectrum': [Case(e.covariance_spectrum, dict(z=feats()))],
     }

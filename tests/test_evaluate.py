@@ -1,4 +1,5 @@
-"""Package tests for contrastive_nb.evaluate: embed, weighted kNN, linear probe, retrieval metrics, collapse measures."""
+"""Package tests for contrastive_nb.evaluate: embed, weighted kNN, linear probe, retrieval and graded metrics,
+collapse measures."""
 import math
 
 import pytest
@@ -7,7 +8,7 @@ from torch import nn
 
 from contrastive_nb.evaluate import (covariance_spectrum, effective_rank, embed, first_relevant_rank, knn_accuracy,
                                     knn_predict, linear_probe, normalized_std, rank_of_positive, ranking_metrics,
-                                    retrieval_metrics)
+                                    retrieval_metrics, ndcg_at_k, average_precision, _pessimistic_order)
 
 def gen(seed: int) -> torch.Generator: return torch.Generator().manual_seed(seed)
 
@@ -642,3 +643,95 @@ def test_collapse_measures_refuse_what_cannot_be_measured(bad, match):
     for fn in (normalized_std, effective_rank, covariance_spectrum):
         with pytest.raises(ValueError, match=match): fn(bad)
     with pytest.raises(TypeError, match='z must be floating point'): effective_rank(torch.ones(3, 3, dtype=torch.long))
+
+# --- graded metrics: nDCG@k and average precision ----------------------------------------------------------------
+
+def graded_by_sorting(scores, gains, k):
+    "nDCG@k (linear gains) and AP (gain > 0 relevant) of each row, sorted by (-score, gain): ties against."
+    ndcg, ap = [], []
+    for row, g in zip(scores.tolist(), gains.tolist()):
+        order = sorted(range(len(row)), key=lambda j: (-row[j], g[j]))
+        dcg = lambda gs: sum(x / math.log2(r + 2) for r, x in enumerate(gs[:k]))
+        ndcg.append(dcg([g[j] for j in order]) / dcg(sorted(g, reverse=True)))
+        hits = [g[j] > 0 for j in order]
+        ap.append(sum(sum(hits[:r + 1]) / (r + 1) for r, h in enumerate(hits) if h) / sum(hits))
+    return torch.tensor(ndcg, dtype=torch.float64), torch.tensor(ap, dtype=torch.float64)
+
+def graded_data(seed: int, integer_scores: bool):
+    g = gen(seed)
+    scores = (torch.randint(0, 4, (30, 20), generator=g).double() if integer_scores
+              else torch.randn(30, 20, generator=g, dtype=torch.float64))
+    gains = torch.randint(0, 3, (30, 20), generator=g).double() * (torch.rand(30, 20, generator=g) < 0.3)
+    gains[:, 3] += 1  # every query has something relevant
+    return scores, gains
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+@pytest.mark.parametrize('k', [1, 3, 10, 20, 50])
+def test_ndcg_and_ap_against_sorting_with_many_ties(seed, k):
+    scores, gains = graded_data(seed, integer_scores=True)
+    want_ndcg, want_ap = graded_by_sorting(scores, gains, k)
+    assert torch.allclose(ndcg_at_k(scores, gains, k), want_ndcg, atol=1e-12)
+    assert torch.allclose(average_precision(scores, gains > 0), want_ap, atol=1e-12)
+    assert torch.allclose(ndcg_at_k(scores.long(), gains.long(), k), want_ndcg, atol=1e-12)  # integers
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_ndcg_and_ap_against_scikit_learn_without_ties(seed):
+    metrics = pytest.importorskip('sklearn.metrics')
+    scores, gains = graded_data(seed, integer_scores=False)
+    for k in (1, 5, 10, 20):
+        want = metrics.ndcg_score(gains.numpy(), scores.numpy(), k=k)
+        assert abs(ndcg_at_k(scores, gains, k).mean().item() - want) < 1e-12
+    ap = average_precision(scores, gains > 0)
+    for i in range(len(scores)):
+        assert abs(ap[i].item() - metrics.average_precision_score((gains[i] > 0).numpy(), scores[i].numpy())) < 1e-12
+
+def test_ndcg_and_ap_by_hand_with_ties():
+    s, g = torch.tensor([[0.5, 0.5, 0.1, 0.9]]), torch.tensor([[2.0, 0.0, 1.0, 0.0]])
+    # order: doc 3 (0), then the tie {0, 1} with the irrelevant doc 1 first, then doc 2 (1)
+    dcg = 0 + 0 + 2 / math.log2(4) + 1 / math.log2(5)
+    ideal = 2 + 1 / math.log2(3)
+    assert ndcg_at_k(s, g, 4).item() == pytest.approx(dcg / ideal)
+    assert ndcg_at_k(s, g, 2).item() == 0.0
+    assert ndcg_at_k(s, g, 3).item() == pytest.approx((2 / math.log2(4)) / ideal)
+    assert average_precision(s, g > 0).item() == pytest.approx((1 / 3 + 2 / 4) / 2)
+    # relevant documents tied with each other: the lower gain goes first
+    s2, g2 = torch.tensor([[1.0, 1.0, 0.0]]), torch.tensor([[2.0, 1.0, 0.0]])
+    assert ndcg_at_k(s2, g2, 1).item() == pytest.approx(1 / 2)
+    assert average_precision(s2, g2 > 0).item() == 1.0
+    # a collapsed scorer gets the worst order: nDCG of the reversed ideal order
+    flat = torch.zeros(1, 4)
+    g3 = torch.tensor([[0.0, 1.0, 2.0, 0.0]])
+    assert ndcg_at_k(flat, g3, 4).item() == pytest.approx((1 / math.log2(4) + 2 / math.log2(5))
+                                                          / (2 + 1 / math.log2(3)))
+    # bool gains are 0/1 gains; the first relevant document of AP is first_relevant_rank's
+    assert torch.allclose(ndcg_at_k(s, g > 0, 4), ndcg_at_k(s, (g > 0).double(), 4))
+    assert torch.allclose(_pessimistic_order(s, g)[0], torch.tensor([3, 1, 0, 2]))
+
+def test_ndcg_and_ap_perfect_order_infinite_scores_and_no_queries():
+    g = torch.tensor([[0.0, 1.0, 2.0]])
+    assert ndcg_at_k(g.clone(), g, 10).item() == pytest.approx(1.0)
+    assert average_precision(g.clone(), g > 0).item() == 1.0
+    inf = torch.tensor([[math.inf, -math.inf, math.inf]])
+    assert average_precision(inf, g > 0).item() == pytest.approx((1 / 2 + 0) / 2 + 2 / 3 / 2)
+    assert ndcg_at_k(torch.zeros(0, 3), torch.zeros(0, 3)).shape == (0,)
+    assert average_precision(torch.zeros(0, 3), torch.zeros(0, 3, dtype=torch.bool)).shape == (0,)
+
+@pytest.mark.parametrize('call,error,match', [
+    (lambda s, g: ndcg_at_k(s, -g), ValueError, 'gains must be finite and >= 0'),
+    (lambda s, g: ndcg_at_k(s, g * math.nan), ValueError, 'gains must be finite'),
+    (lambda s, g: ndcg_at_k(s, g * 0), ValueError, r'gains\[0\] has nothing relevant'),
+    (lambda s, g: ndcg_at_k(s, g[:2]), ValueError, r'gains must have the shape of scores, \(3, 4\)'),
+    (lambda s, g: ndcg_at_k(s, g, k=0), ValueError, 'k must lie in'),
+    (lambda s, g: ndcg_at_k(s, g, k=2.0), TypeError, 'k must be an int'),
+    (lambda s, g: ndcg_at_k(s, g.tolist()), TypeError, 'gains must be a torch.Tensor'),
+    (lambda s, g: ndcg_at_k(s, g.to(torch.complex64)), TypeError, 'gains must be real'),
+    (lambda s, g: ndcg_at_k(s * math.nan, g), ValueError, 'NaN'),
+    (lambda s, g: average_precision(s, g), TypeError, 'relevant must be a boolean mask'),
+    (lambda s, g: average_precision(s, g[:, :2] > 0), ValueError, 'relevant must have the shape'),
+    (lambda s, g: average_precision(s, g < 0), ValueError, r'relevant\[0\] has nothing relevant'),
+    (lambda s, g: average_precision(s[0], g > 0), ValueError, 'scores must have 2 dimensions'),
+])
+def test_graded_metrics_bad_inputs(call, error, match):
+    s = torch.randn(3, 4, generator=gen(6))
+    g = torch.eye(3, 4) * 2
+    with pytest.raises(error, match=match): call(s, g)
