@@ -1,4 +1,4 @@
-"""Shapes with known factors, handwritten digits, support tickets and the CIFAR-10 / STL-10 loaders.
+"""Shapes with known factors, handwritten digits, support tickets, Fashion-MNIST and the CIFAR-10 / STL-10 loaders.
 
 Docs: https://contrastive-nb.github.io/contrastive_nb/data.html.md"""
 
@@ -7,10 +7,13 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/data.html.md"""
 # %% ../nbs/00_data.ipynb #6b066596
 from __future__ import annotations
 
+import gzip
 import math
 import operator
 import os
 import pickle
+import struct
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,10 +29,12 @@ from ._checks import (check_choice, check_indices, check_int, check_number,
                                     check_frame, check_path)
 
 # %% auto #0
-__all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'as_float_images', 'ImageDataset',
-           'inside_shape', 'render_shapes', 'make_shapes', 'show_grid', 'make_moving_shapes', 'load_digits',
-           'tickets_path', 'check_tickets', 'load_tickets', 'split_tickets', 'DatasetNotFoundError',
-           'default_data_root', 'load_cifar10', 'load_stl10', 'write_cifar10_fixture', 'write_stl10_fixture']
+__all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'FASHION_MNIST_CLASSES',
+           'FASHION_MNIST_ROOT', 'as_float_images', 'ImageDataset', 'inside_shape', 'render_shapes', 'make_shapes',
+           'show_grid', 'make_moving_shapes', 'load_digits', 'tickets_path', 'check_tickets', 'load_tickets',
+           'split_tickets', 'DatasetNotFoundError', 'default_data_root', 'load_cifar10', 'load_stl10',
+           'write_cifar10_fixture', 'write_stl10_fixture', 'DatasetFormatError', 'read_idx', 'load_fashion_mnist',
+           'write_fashion_mnist_fixture']
 
 # %% ../nbs/00_data.ipynb #e37a09a3
 def _check_unit_range(x: Tensor, what: str, note: str = '') -> None:
@@ -626,4 +631,103 @@ def write_stl10_fixture(
         if split != 'unlabeled':
             rng.integers(1, 11, n, dtype=np.uint8).tofile(folder / f'{split}_y.bin')
     (folder / 'class_names.txt').write_text('\n'.join(STL10_CLASSES) + '\n')
+    return folder
+
+# %% ../nbs/00_data.ipynb #647fe9b3
+class DatasetFormatError(ValueError):
+    "A dataset's file is damaged or not in its format; the message names the file."
+
+_IDX_UBYTE = 0x08  # IDX's type code for unsigned bytes
+
+def _idx_bytes(path: Path) -> bytes:
+    "The file's bytes, decompressed when they start with gzip's magic number."
+    data = path.read_bytes()
+    if data[:2] != b'\x1f\x8b': return data
+    try: return gzip.decompress(data)
+    except (EOFError, OSError, zlib.error) as e:  # cut short, or damaged inside
+        raise DatasetFormatError(f"{path} is a damaged gzip file ({e}); get it again") from None
+
+def read_idx(
+    path: str | Path, # an IDX file of unsigned bytes, gzipped or not
+    ndim: int, # the dimensions it must have: 1 for labels, 3 for images
+) -> np.ndarray: # uint8, of the sizes in the header
+    "An IDX file (MNIST's format) as a uint8 array, its header checked against its contents."
+    path, ndim = check_path(path, 'path'), check_positive_int(ndim, 'ndim')
+    data = _idx_bytes(path)
+    if len(data) < 4 or data[:3] != bytes([0, 0, _IDX_UBYTE]):
+        raise DatasetFormatError(f"{path} is not an IDX file of unsigned bytes: its magic number "
+                                 f"is {data[:4].hex() or 'missing'}, expected {0x800 + ndim:08x}")
+    if data[3] != ndim:
+        raise DatasetFormatError(f"{path} has {data[3]} dimensions, expected {ndim}")
+    start = 4 + 4 * ndim
+    if len(data) < start: raise DatasetFormatError(f"{path} is cut short inside its header")
+    dims = struct.unpack(f'>{ndim}I', data[4:start])
+    if len(data) - start != math.prod(dims):
+        raise DatasetFormatError(
+            f"{path} holds {len(data) - start} values after its header, which promises "
+            f"{' × '.join(map(str, dims))} = {math.prod(dims)}: it is truncated or damaged; "
+            "get it again")
+    return np.frombuffer(data, np.uint8, offset=start).reshape(dims).copy()  # writable
+
+# %% ../nbs/00_data.ipynb #f3a305d3
+FASHION_MNIST_CLASSES = ('T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt',
+                         'Sneaker', 'Bag', 'Ankle boot')
+FASHION_MNIST_ROOT = Path('/usr/share/datasets/fashion-mnist')  # where Debian's package puts it
+_FASHION_URL = 'https://github.com/zalandoresearch/fashion-mnist'
+_FASHION_FILES = {True: ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte'),
+                  False: ('t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte')}
+
+def _fashion_file(folder: Path, name: str) -> Path | None:
+    "The file as released (gzipped), else uncompressed (as torchvision keeps it), else None."
+    return next((p for p in (folder / f'{name}.gz', folder / name) if p.is_file()), None)
+
+def _fashion_missing(folder: Path, missing: list[str]) -> DatasetNotFoundError:
+    "The error for missing files: where they were looked for, and the two ways to get them."
+    return DatasetNotFoundError(
+        f"Fashion-MNIST was not found in {folder}: {', '.join(missing)} missing. Nothing is "
+        "downloaded. On Debian or Ubuntu, install it with `sudo apt-get install "
+        f"dataset-fashion-mnist` (into {FASHION_MNIST_ROOT}); elsewhere, download the four .gz "
+        f"files from {_FASHION_URL} into a folder and pass it as root (data_root for the trainer, "
+        "--data-root for contrastive-nb train).")
+
+def load_fashion_mnist(
+    root: str | Path | None = None, # folder holding the four IDX files; None: Debian's folder
+    train: bool = True, # the 60 000 training images, or the 10 000 test images
+) -> ImageDataset: # uint8 images (N, 1, 28, 28), labels 0–9
+    "Fashion-MNIST from its gzipped IDX files (as Debian's `dataset-fashion-mnist` installs them)."
+    folder = FASHION_MNIST_ROOT if root is None else check_path(root, 'root')
+    names = _FASHION_FILES[_flag(train, 'train')]
+    paths = [_fashion_file(folder, n) for n in names]
+    missing = [f'{n}.gz' for n, p in zip(names, paths) if p is None]
+    if missing: raise _fashion_missing(folder, missing)
+    images, labels = read_idx(paths[0], 3), read_idx(paths[1], 1)
+    if len(images) != len(labels):
+        raise DatasetFormatError(f"{paths[0]} holds {len(images)} images but {paths[1]} "
+                                 f"{len(labels)} labels: one of them is damaged")
+    if labels.size and labels.max() >= len(FASHION_MNIST_CLASSES):
+        raise DatasetFormatError(f"{paths[1]} holds the label {labels.max()}; Fashion-MNIST's "
+                                 "labels run from 0 to 9")
+    labels = torch.from_numpy(labels.astype(np.int64))
+    return ImageDataset(torch.from_numpy(images[:, None]), labels, FASHION_MNIST_CLASSES,
+                        name='fashion_mnist')
+
+# %% ../nbs/00_data.ipynb #82c26e99
+def _write_idx(path: Path, values: np.ndarray) -> None:
+    "One gzipped IDX file of unsigned bytes."
+    header = struct.pack(f'>4B{values.ndim}I', 0, 0, _IDX_UBYTE, values.ndim, *values.shape)
+    path.write_bytes(gzip.compress(header + values.astype(np.uint8).tobytes(), mtime=0))
+
+def write_fashion_mnist_fixture(
+    root: str | Path, # folder in which the four .gz files are written
+    n: int = 4, # images in each split
+    seed: int = 0, # random pixels and labels
+) -> Path: # the folder
+    "Write a tiny Fashion-MNIST in its released format: four gzipped IDX files of 28×28 images."
+    n = check_positive_int(n, 'n')
+    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
+    folder = _fixture_root(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    for images_name, labels_name in _FASHION_FILES.values():
+        _write_idx(folder / f'{images_name}.gz', rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
+        _write_idx(folder / f'{labels_name}.gz', rng.integers(0, 10, n, dtype=np.uint8))
     return folder

@@ -87,6 +87,7 @@ def _data():
     d.write_cifar10_fixture(cifar, per_batch=2)
     stl = _tmp()
     d.write_stl10_fixture(stl, n=2)
+    fashion = d.write_fashion_mnist_fixture(_tmp(), n=2)
     return {
         'as_float_images': [Case(d.as_float_images, dict(images=images()))],
         'ImageDataset': [Case(d.ImageDataset, dict(images=images(), labels=torch.tensor([0, 1, 0, 1]),
@@ -115,6 +116,10 @@ def _data():
         'write_cifar10_fixture': [Case(lambda per_batch, seed: d.write_cifar10_fixture(_tmp(), per_batch, seed),
                                        dict(per_batch=2, seed=0))],
         'write_stl10_fixture': [Case(lambda n, seed: d.write_stl10_fixture(_tmp(), n, seed), dict(n=2, seed=0))],
+        'read_idx': [Case(d.read_idx, dict(path=fashion / 'train-labels-idx1-ubyte.gz', ndim=1), os_errors=True)],
+        'load_fashion_mnist': [Case(d.load_fashion_mnist, dict(root=fashion, train=True), os_errors=True)],
+        'write_fashion_mnist_fixture': [Case(lambda n, seed: d.write_fashion_mnist_fixture(_tmp(), n, seed),
+                                             dict(n=2, seed=0))],
     }
 
 def _closing(show):
@@ -437,14 +442,14 @@ def _evaluate():
         'rank_of_positive': [Case(e.rank_of_positive, dict(scores=feats(3, 5), positive=torch.tensor([0, 4, 2])),
                                   indices=('positive',))],
         'ranking_metrics': [Case(e.ranking_metrics, dict(ranks=torch.tensor([1, 3, 12]), ks=(1, 5)))],
+        'ndcg_at_k': [Case(e.ndcg_at_k, dict(scores=feats(3, 5), gains=torch.eye(3, 5) * 2, k=3))],
+        'average_precision': [Case(e.average_precision, dict(scores=feats(3, 5),
+                                                             relevant=torch.eye(3, 5) > 0))],
         'retrieval_metrics': [Case(e.retrieval_metrics, dict(queries=feats(3), keys=feats(5, seed=1),
                                                              positive=torch.tensor([0, 4, 2]), chunk_size=2,
                                                              ks=(1, 3)),
                                    indices=('positive',))],
         'normalized_std': [Case(e.normalized_std, dict(z=feats()))],
-        'ndcg_at_k': [Case(e.ndcg_at_k, dict(scores=feats(3, 5), gains=torch.eye(3, 5) * 2, k=3))],
-        'average_precision': [Case(e.average_precision, dict(scores=feats(3, 5),
-                                                             relevant=torch.eye(3, 5) > 0))],
         'effective_rank': [Case(e.effective_rank, dict(z=feats(), eps=1e-7))],
         'covariance_spectrum': [Case(e.covariance_spectrum, dict(z=feats()))],
     }
@@ -467,7 +472,7 @@ BUILDERS = {'data': _data, 'pairs': _pairs, 'augment': _augment, 'similarity': _
 
 # Public names that are constants, type aliases or exception types: nothing to call.
 CONSTANTS = {'data': {'SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES',
-                      'DatasetNotFoundError'},
+                      'DatasetNotFoundError', 'DatasetFormatError', 'FASHION_MNIST_CLASSES', 'FASHION_MNIST_ROOT'},
              'pairs': {'TICKET_SYNONYMS'}, 'infonce': {'REDUCTIONS'}, 'moco': {'BUFFER_POLICIES'},
              'models': {'NORMS'}, 'augment': {'Interval'}}
 
@@ -688,6 +693,7 @@ def _all_cases():
 SLOW = {'Trainer', 'train', 'resume', 'main', 'train_on_pairs', 'train_simclr', 'train_memory_bank',
         'train_moco', 'load_digits', 'make_moving_shapes',
         'load_cifar10', 'load_stl10', 'write_cifar10_fixture', 'write_stl10_fixture', 'resnet18_small',
+        'load_fashion_mnist', 'write_fashion_mnist_fixture',
         'linear_probe', 'show_grid', 'split_tickets', 'load_tickets', 'make_shapes', 'render_shapes'}
 
 @pytest.mark.parametrize('module,name', _all_cases())

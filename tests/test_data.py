@@ -490,3 +490,127 @@ def test_load_tickets_names_an_unreadable_file(tmp_path, content, what):
 def test_fixture_writers_name_a_bad_folder(writer, root):
     "write_cifar10_fixture(3) raised pathlib's 'argument should be a str or an os.PathLike object', naming nothing."
     with pytest.raises(TypeError, match='root must be a str or a Path'): writer(root)
+
+# --- Fashion-MNIST (issue 27) ---------------------------------------------------------------------------------------
+
+import gzip, struct
+
+from torchvision.datasets.mnist import read_image_file, read_label_file
+
+from contrastive_nb.data import (FASHION_MNIST_CLASSES, FASHION_MNIST_ROOT, DatasetFormatError, load_fashion_mnist,
+                                 read_idx, write_fashion_mnist_fixture)
+
+FASHION_FILES = {True: ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte'),
+                 False: ('t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte')}
+HAVE_FASHION = all((FASHION_MNIST_ROOT / f'{n}.gz').is_file() for pair in FASHION_FILES.values() for n in pair)
+
+def torchvision_reads(folder, train: bool, out):
+    "torchvision's own IDX readers on uncompressed copies of the split's two files: (images, labels)."
+    images, labels = FASHION_FILES[train]
+    for name in (images, labels):
+        (out / name).write_bytes(gzip.decompress((folder / f'{name}.gz').read_bytes()))
+    return read_image_file(str(out / images)), read_label_file(str(out / labels))
+
+def idx_file(values: np.ndarray, type_code: int = 0x08) -> bytes:
+    "An IDX file written by hand, independently of the course's writer."
+    return bytes([0, 0, type_code, values.ndim]) + struct.pack(f'>{values.ndim}I', *values.shape) + values.tobytes()
+
+@pytest.mark.parametrize('train', [True, False])
+@pytest.mark.parametrize('n, seed', [(1, 0), (7, 3)])
+def test_fashion_mnist_fixture_reads_as_torchvision_reads_it(tmp_path, train, n, seed):
+    folder = write_fashion_mnist_fixture(tmp_path / 'fm', n=n, seed=seed)
+    ds = load_fashion_mnist(folder, train=train)
+    images, labels = torchvision_reads(folder, train, tmp_path)
+    assert ds.images.shape == (n, 1, 28, 28) and ds.images.dtype == torch.uint8 and ds.name == 'fashion_mnist'
+    assert torch.equal(ds.images[:, 0], images) and torch.equal(ds.labels, labels) and ds.labels.dtype == torch.long
+    assert ds.classes == list(FASHION_MNIST_CLASSES) == list(__import__('torchvision').datasets.FashionMNIST.classes)
+
+def test_fashion_mnist_splits_differ_and_seeds_differ(tmp_path):
+    a, b = write_fashion_mnist_fixture(tmp_path / 'a', n=3, seed=0), write_fashion_mnist_fixture(tmp_path / 'b', n=3, seed=1)
+    assert not torch.equal(load_fashion_mnist(a).images, load_fashion_mnist(a, train=False).images)
+    assert not torch.equal(load_fashion_mnist(a).images, load_fashion_mnist(b).images)
+
+@pytest.mark.skipif(not HAVE_FASHION, reason=f'Fashion-MNIST is not installed in {FASHION_MNIST_ROOT} '
+                                             '(apt-get install dataset-fashion-mnist)')
+def test_real_fashion_mnist_reads_as_torchvision_reads_it(tmp_path):
+    for train, n in ((True, 60_000), (False, 10_000)):
+        ds = load_fashion_mnist(train=train)
+        images, labels = torchvision_reads(FASHION_MNIST_ROOT, train, tmp_path)
+        assert ds.images.shape == (n, 1, 28, 28)
+        assert torch.equal(ds.images[:, 0], images) and torch.equal(ds.labels, labels)
+        assert (torch.bincount(ds.labels, minlength=10) == n // 10).all()  # balanced classes
+
+def test_fashion_mnist_reads_uncompressed_files_too(tmp_path):
+    folder = write_fashion_mnist_fixture(tmp_path / 'fm', n=4)
+    gzipped = load_fashion_mnist(folder, train=False)
+    torchvision_reads(folder, False, tmp_path)  # leaves the uncompressed t10k files in tmp_path
+    plain = load_fashion_mnist(tmp_path, train=False)
+    assert torch.equal(plain.images, gzipped.images) and torch.equal(plain.labels, gzipped.labels)
+
+def test_missing_fashion_mnist_says_how_to_get_it(tmp_path):
+    with pytest.raises(DatasetNotFoundError) as e: load_fashion_mnist(tmp_path)
+    message = str(e.value)
+    for words in (str(tmp_path), 'train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz',
+                  'apt-get install dataset-fashion-mnist', 'github.com/zalandoresearch/fashion-mnist', 'data_root'):
+        assert words in message, words
+    (tmp_path / 'train-images-idx3-ubyte.gz').write_bytes(b'')  # one of two: the other is named
+    with pytest.raises(DatasetNotFoundError, match='train-labels-idx1-ubyte.gz missing'): load_fashion_mnist(tmp_path)
+    with pytest.raises(DatasetNotFoundError, match='t10k-images'): load_fashion_mnist(tmp_path, train=False)
+
+def test_read_idx_reads_a_hand_written_file(tmp_path):
+    values = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+    (tmp_path / 'x').write_bytes(idx_file(values))
+    (tmp_path / 'x.gz').write_bytes(gzip.compress(idx_file(values)))
+    for name in ('x', 'x.gz'):
+        got = read_idx(tmp_path / name, 3)
+        assert got.dtype == np.uint8 and got.shape == (2, 3, 4) and (got == values).all()
+    got[0, 0, 0] = 9  # a writable copy
+    empty = np.zeros((0, 28, 28), np.uint8)
+    (tmp_path / 'e').write_bytes(idx_file(empty))
+    assert read_idx(tmp_path / 'e', 3).shape == (0, 28, 28)
+
+def _damaged(values):
+    good = idx_file(values)
+    return {'a byte short': (good[:-1], 'holds 23 values after its header, which promises 2 × 3 × 4 = 24'),
+            'a byte long': (good + b'\0', 'holds 25 values'),
+            'cut in the header': (good[:10], 'cut short inside its header'),
+            'gzip cut short': (gzip.compress(good)[:-10], 'damaged gzip file'),
+            'gzip damaged inside': (gzip.compress(good)[:12] + b'\xff' * 20 + gzip.compress(good)[32:], 'damaged gzip'),
+            'int32 type': (idx_file(values, 0x0c), 'not an IDX file of unsigned bytes: its magic number is 00000c03, expected 00000803'),
+            'empty': (b'', 'magic number is missing'),
+            'text': (b'hello world, not an IDX file', 'not an IDX file'),
+            'two dimensions': (idx_file(values[0]), 'has 2 dimensions, expected 3')}
+
+@pytest.mark.parametrize('case', list(_damaged(np.zeros((2, 3, 4), np.uint8))))
+def test_read_idx_names_a_damaged_file(tmp_path, case):
+    data, message = _damaged(np.arange(24, dtype=np.uint8).reshape(2, 3, 4))[case]
+    path = tmp_path / 'damaged-file.gz'
+    path.write_bytes(data)
+    with pytest.raises(DatasetFormatError, match=message) as e: read_idx(path, 3)
+    assert str(path) in str(e.value) and isinstance(e.value, ValueError)
+
+@pytest.mark.parametrize('which', ['images', 'labels'])
+def test_truncated_fashion_mnist_file_is_named_by_the_loader(tmp_path, which):
+    folder = write_fashion_mnist_fixture(tmp_path, n=3)
+    path = folder / f"train-{which}-idx{3 if which == 'images' else 1}-ubyte.gz"
+    path.write_bytes(path.read_bytes()[:-12])
+    with pytest.raises(DatasetFormatError, match=str(path)): load_fashion_mnist(folder)
+    assert len(load_fashion_mnist(folder, train=False)) == 3  # the other split is intact
+
+def test_fashion_mnist_files_that_do_not_belong_together(tmp_path):
+    folder = write_fashion_mnist_fixture(tmp_path, n=3)
+    labels = folder / 'train-labels-idx1-ubyte.gz'
+    labels.write_bytes(gzip.compress(idx_file(np.array([0, 1], np.uint8))))
+    with pytest.raises(DatasetFormatError, match='3 images but .*2 labels'): load_fashion_mnist(folder)
+    labels.write_bytes(gzip.compress(idx_file(np.array([0, 10, 2], np.uint8))))
+    with pytest.raises(DatasetFormatError, match='label 10'): load_fashion_mnist(folder)
+
+def test_load_fashion_mnist_rejects_bad_arguments(tmp_path):
+    write_fashion_mnist_fixture(tmp_path, n=2)
+    with pytest.raises(TypeError, match='root'): load_fashion_mnist(3)
+    with pytest.raises(TypeError, match='train'): load_fashion_mnist(tmp_path, train='no')
+    with pytest.raises(TypeError, match='path'): read_idx(3, 1)
+    with pytest.raises(ValueError, match='ndim'): read_idx(tmp_path / 'train-labels-idx1-ubyte.gz', 0)
+    with pytest.raises(ValueError, match='n must'): write_fashion_mnist_fixture(tmp_path, n=0)
+    with pytest.raises(TypeError, match='root must be a str or a Path'): write_fashion_mnist_fixture(None)
+    assert len(load_fashion_mnist(str(tmp_path), train=np.bool_(False))) == 2
