@@ -87,7 +87,8 @@ def build_parser(
                     "checkpoints/ and report.json.")
     recipes = '; '.join(f"{data}: {', '.join(names)}" for data, names in RECIPES.items())
     train.add_argument('--recipe', metavar='NAME',
-                       help=f"start from a named set of settings for the dataset ({recipes})")
+                       help=f"start from a named set of settings for the dataset ({recipes}; "
+                            "default: the dataset's 'default' recipe where it has one)")
     train.add_argument('--config', metavar='FILE', help="settings from a TOML or JSON file")
     train.add_argument('--run-dir', metavar='DIR',
                        help="run folder (default: runs/METHOD-DATASET-TIME)")
@@ -185,9 +186,10 @@ def _train(args: argparse.Namespace) -> dict:
                              f"options but --epochs, to extend a finished run (got {others})")
         return resume(args.resume, given.get('epochs'), log=_say).report()
     values = read_config_file(args.config) if args.config else {}
-    if args.recipe:  # under the file and the options
-        dataset = given.get('dataset') or values.get('dataset') or 'shapes'
-        values = _merge(recipe(args.recipe, dataset), values)
+    dataset = given.get('dataset') or values.get('dataset') or 'shapes'
+    # no --recipe: the dataset's 'default' recipe where it has one (Shapes': TrainConfig's own)
+    name = args.recipe or ('default' if 'default' in RECIPES.get(dataset, {}) else None)
+    if name: values = _merge(recipe(name, dataset), values)  # under the file and the options
     config = TrainConfig.from_dict(_merge(values, given))  # every check runs before any work
     run_dir = [args.run_dir or str(Path('runs') / f"{config.method}-{config.dataset}-"
                                                    f"{time.strftime('%Y%m%d-%H%M%S')}")]

@@ -29,7 +29,8 @@ from tqdm import tqdm
 from ._checks import (check_bool, check_choice, check_int, check_number, check_path,
                                     check_positive_int, check_seed, zip_damage)
 from .augment import AugmentationPolicy, augment_batch
-from .data import ImageDataset, load_cifar10, load_digits, load_stl10, make_shapes
+from .data import (ImageDataset, as_float_images, load_cifar10, load_digits,
+                                 load_fashion_mnist, load_stl10, make_shapes)
 from .evaluate import embed, knn_accuracy
 from .methods import (Batch, MethodOptions, MethodSetup, method_spec,
                                     settings_from_dict)
@@ -92,8 +93,13 @@ def _stl10(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
     return (_first(load_stl10(c.data_root, 'train'), c.n_train),
             _first(load_stl10(c.data_root, 'test'), c.n_test))
 
-for _name, _loader in (('shapes', _shapes), ('digits', _digits), ('cifar10', _cifar10),
-                       ('stl10', _stl10)):
+def _fashion_mnist(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
+    root = c.data_root or None  # None: where Debian's dataset-fashion-mnist puts it
+    return (_first(load_fashion_mnist(root, train=True), c.n_train),
+            _first(load_fashion_mnist(root, train=False), c.n_test))
+
+for _name, _loader in (('shapes', _shapes), ('digits', _digits), ('fashion_mnist', _fashion_mnist),
+                       ('cifar10', _cifar10), ('stl10', _stl10)):
     register_dataset(_name, _loader)
 
 def load_datasets(
@@ -130,8 +136,8 @@ class TrainConfig:
     "Every setting of a training run: checked when made, saved with the run."
     method: str = 'simclr' # a registered method (method_names()), or FILE.py:CLASS of your own
     options: MethodOptions | dict | None = None # the method's own settings (None: its defaults)
-    dataset: str = 'shapes' # shapes, digits, cifar10 or stl10
-    data_root: str = '' # folder holding cifar-10-batches-py/ or stl10_binary/ (never downloaded)
+    dataset: str = 'shapes' # shapes, digits, fashion_mnist, cifar10 or stl10
+    data_root: str = '' # folder of cifar10/stl10's files, or of fashion_mnist's ('': Debian's)
     n_train: int = 4096 # shapes: images made; other datasets: the first n (0: all)
     n_test: int = 1024 # shapes: test images made; other datasets: the first n (0: all)
     data_seed: int = 0 # which images, and which of them form the validation split
@@ -920,9 +926,12 @@ class _Context:
 
     def _measure_context(self, key: dict) -> dict[str, float]:
         test, bank = self.data['test'], self.data['train'].subset(slice(0, 4096))
+        # stored pixels may be uint8 (Fashion-MNIST, CIFAR-10, STL-10): as floats in [0, 1]
+        pixels = {name: as_float_images(ds.images).flatten(1) for name, ds in
+                  (('test', test), ('bank', bank))}
         values = {'chance': torch.bincount(test.labels).max().item() / len(test.labels),
-                  'raw_pixels_knn': knn_accuracy(bank.images.flatten(1), bank.labels,
-                                                 test.images.flatten(1), test.labels,
+                  'raw_pixels_knn': knn_accuracy(pixels['bank'], bank.labels,
+                                                 pixels['test'], test.labels,
                                                  k=self.config.knn_k),
                   'untrained_knn': self._knn(self.untrained_encoder(), 'test')}
         if self.run_dir is not None and self.rank == 0 and self.run_dir.is_dir():
@@ -1136,12 +1145,18 @@ _SOLO_POLICY = dict(scale=(0.08, 1.0), jitter_strength=1.0, grayscale_p=0.2, blu
 # at 24 px a narrower network with larger batches: the five-minute recipe of benchmarks/NOTES.md
 _SMALL_FAST = dict(augment=dict(size=24), width=16, batch_size=128, lr=3e-3, schedule='cosine',
                    warmup_epochs=2)
+# centred grey objects at 28 px: crops >= 20 %, flips, brightness and contrast only
+_FASHION_POLICY = dict(size=28, scale=(0.2, 1.0), jitter_strength=0.5, grayscale_p=0.0, blur_p=0.0)
 _RESNET_GPU = dict(encoder='resnet18', n_train=0, n_test=0, channels_last=True, knn_every=10)
 RECIPES = {  # dataset -> recipe name -> settings that differ from TrainConfig's defaults
     'shapes': {
         'default': {},  # TrainConfig's: SimCLR, a small CNN of width 32, 10 epochs at 32 px
         'fast': dict(_SMALL_FAST, epochs=12, warmup_epochs=1),
         'best': dict(_SMALL_FAST, n_train=5000, n_test=1000, epochs=70, knn_every=10),
+    },
+    'fashion_mnist': {  # all 54 000 training images, 3 epochs: a few minutes of two cores
+        'default': dict(_SMALL_FAST, augment=_FASHION_POLICY, n_train=0, n_test=0, epochs=3,
+                        warmup_epochs=1),
     },
     'cifar10': {
         'solo-learn-simclr': dict(_RESNET_GPU, augment=_SOLO_POLICY, method='simclr',

@@ -337,3 +337,46 @@ def test_evaluate_reports_the_step_and_loss_of_its_checkpoint(tmp_path, capsys, 
     evaluated = json.loads(out)
     assert code == 0 and evaluated['step'] == trained['step'] > 0, err
     assert math.isclose(evaluated['final_loss'], trained['final_loss'], rel_tol=1e-6)
+
+# --- Fashion-MNIST (issue 27): its own default recipe, no other option needed ---------------------------------------
+
+from contrastive_nb.data import FASHION_MNIST_ROOT, write_fashion_mnist_fixture
+from contrastive_nb.training import recipe
+
+HAVE_FASHION = (FASHION_MNIST_ROOT / 't10k-labels-idx1-ubyte.gz').is_file()
+
+def check_fashion_run(run, out, n_train: int, n_test: int) -> None:
+    "The run used Fashion-MNIST's default recipe (only the sizes changed) and finished with a report."
+    assert out.returncode == 0, out.stderr
+    saved = json.loads((run / 'config.json').read_text())
+    expected = TrainConfig.from_dict({**recipe('default', 'fashion_mnist'), 'n_train': n_train, 'n_test': n_test})
+    assert {k: v for k, v in saved.items() if k not in ('data_root', 'progress', 'threads')} == \
+        {k: v for k, v in expected.to_dict().items() if k not in ('data_root', 'progress', 'threads')}
+    assert saved['augment']['size'] == 28 and saved['augment']['grayscale_p'] == 0
+    report = json.loads(out.stdout)
+    assert report['step'] == 3 and 0 <= report['test_knn'] <= 1  # 3 epochs of one batch of 128
+    assert 'training simclr on fashion_mnist' in out.stderr and 'raw pixels' in out.stderr
+
+def test_fashion_mnist_from_a_folder_with_its_default_recipe(tmp_path):
+    root = write_fashion_mnist_fixture(tmp_path / 'data', n=150)
+    out = cli('train', '--dataset', 'fashion_mnist', '--data-root', root, '--run-dir', 'run', '--threads', '1',
+              '--progress', 'false', cwd=tmp_path)
+    check_fashion_run(tmp_path / 'run', out, n_train=0, n_test=0)  # all 150 of the fixture
+
+@pytest.mark.skipif(not HAVE_FASHION, reason='Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)')
+def test_fashion_mnist_from_debians_package_with_no_other_option_than_its_size(tmp_path):
+    out = cli('train', '--dataset', 'fashion_mnist', '--n-train', '150', '--n-test', '64', '--run-dir', 'run',
+              '--threads', '1', '--progress', 'false', cwd=tmp_path)
+    check_fashion_run(tmp_path / 'run', out, n_train=150, n_test=64)
+
+def test_fashion_mnist_missing_is_one_line_that_says_how_to_get_it(tmp_path):
+    out = cli('train', '--dataset', 'fashion_mnist', '--data-root', tmp_path, '--progress', 'false', cwd=tmp_path)
+    assert out.returncode == 2 and 'Traceback' not in out.stderr
+    assert 'apt-get install dataset-fashion-mnist' in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+def test_other_datasets_start_from_trainconfigs_defaults_without_recipe(tmp_path):
+    out = cli('train', *TINY, '--dataset', 'digits', '--run-dir', 'run', cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    saved = json.loads((tmp_path / 'run' / 'config.json').read_text())
+    assert saved['lr'] == TrainConfig.lr and saved['schedule'] == 'constant' and saved['augment']['scale'] == list(
+        TRAIN_POLICY.scale)

@@ -935,3 +935,76 @@ def test_a_state_without_world_size_is_read_as_one_process():
     other = Trainer(tiny())
     other.load_state_dict(state)
     assert other.step == 1
+
+# --- Fashion-MNIST (issue 27) ----------------------------------------------------------------------------------------
+
+from contrastive_nb.augment import augment_batch
+from contrastive_nb.data import FASHION_MNIST_ROOT, load_fashion_mnist, write_fashion_mnist_fixture
+from contrastive_nb.training import RECIPES, TRAIN_POLICY, recipe
+
+def test_fashion_mnist_is_registered_and_split_like_the_others(tmp_path):
+    root = str(write_fashion_mnist_fixture(tmp_path, n=50, seed=2))
+    splits = load_datasets(tiny(dataset='fashion_mnist', data_root=root, n_train=0, n_test=0, val_fraction=0.2))
+    assert 'fashion_mnist' in DATASETS and [len(splits[s]) for s in ('train', 'val', 'test')] == [40, 10, 50]
+    raw_train, raw_test = load_fashion_mnist(root), load_fashion_mnist(root, train=False)
+    for name in ('train', 'val'):  # carved from the training file, grey repeated on three channels
+        ds = splits[name]
+        assert ds.images.shape[1:] == (3, 28, 28) and ds.name == 'fashion_mnist'
+        assert torch.equal(ds.images[:, 1], ds.images[:, 0]) and torch.equal(ds.images[:, 2], ds.images[:, 0])
+    both = torch.cat([splits['train'].images[:, 0], splits['val'].images[:, 0]])
+    assert sorted(map(bytes, both.numpy())) == sorted(map(bytes, raw_train.images[:, 0].numpy()))  # a partition
+    assert torch.equal(splits['test'].images[:, 0], raw_test.images[:, 0]) and torch.equal(splits['test'].labels,
+                                                                                         raw_test.labels)
+    first = load_datasets(tiny(dataset='fashion_mnist', data_root=root, n_train=20, n_test=7, val_fraction=0.2))
+    assert torch.equal(first['test'].images[:, 0], raw_test.images[:7, 0]) and len(first['train']) == 16
+    assert list(splits['test'].classes)[0] == 'T-shirt/top'
+
+def test_fashion_mnist_needs_no_data_root_and_explains_a_missing_one(tmp_path):
+    config = tiny(dataset='fashion_mnist')  # valid without data_root: the Debian folder is the default
+    assert config.data_root == ''
+    with pytest.raises(DatasetNotFoundError, match='apt-get install dataset-fashion-mnist'):
+        Trainer(tiny(dataset='fashion_mnist', data_root=str(tmp_path)))
+
+def test_fashion_mnist_default_recipe_is_a_grey_policy_at_28_px():
+    config = TrainConfig.from_dict(recipe('default', 'fashion_mnist'))
+    policy = config.augment
+    assert config.dataset == 'fashion_mnist' and policy.size == 28 and config.n_train == 0 and config.n_test == 0
+    assert policy.scale[0] < TRAIN_POLICY.scale[0] and policy.flip_p == 0.5  # re-tuned crops, flips
+    assert policy.grayscale_p == 0 and policy.blur_p == 0 and policy.jitter_strength > 0 and policy.jitter_p > 0
+    grey = torch.rand(64, 1, 28, 28, generator=torch.Generator().manual_seed(0)).expand(-1, 3, -1, -1)
+    views = augment_batch(grey, policy, torch.Generator().manual_seed(1))
+    # brightness and contrast change the pixels; no hue or saturation shift: views stay grey
+    assert views.shape == (64, 3, 28, 28) and not torch.allclose(views, grey)
+    torch.testing.assert_close(views[:, 0], views[:, 1], atol=1e-5, rtol=0)
+    torch.testing.assert_close(views[:, 0], views[:, 2], atol=1e-5, rtol=0)
+    for dataset in ('cifar10', 'stl10'): assert 'default' not in RECIPES[dataset]  # their runs are unchanged
+    assert RECIPES['shapes']['default'] == {}
+
+def test_fashion_mnist_run_resumes_bit_for_bit_after_a_crash(tmp_path, monkeypatch):
+    root = str(write_fashion_mnist_fixture(tmp_path / 'data', n=40))
+    policy = {**recipe('default', 'fashion_mnist')['augment'], 'size': 16}
+    config = tiny(dataset='fashion_mnist', data_root=root, augment=policy, epochs=2, checkpoint_every=2)
+    full = Trainer(config, tmp_path / 'full')
+    full.fit()
+    original = Trainer.train_step
+    def crashing(self):
+        if self.step == 5: raise KeyboardInterrupt
+        return original(self)
+    monkeypatch.setattr(Trainer, 'train_step', crashing)
+    with pytest.raises(KeyboardInterrupt): Trainer(config, tmp_path / 'crashed').fit()
+    monkeypatch.setattr(Trainer, 'train_step', original)
+    resumed = resume(tmp_path / 'crashed')
+    assert same_weights(weights(resumed.method), weights(full.method)) and losses(resumed) == losses(full)
+    assert all(math.isfinite(v) for v in losses(full)) and 0 <= full.report()['test_knn'] <= 1
+
+def test_raw_pixel_baseline_reads_uint8_images_as_floats(tmp_path):
+    "The report's raw-pixel kNN raised 'query_features must be floating point' on uint8 datasets (CIFAR-10, STL-10)."
+    from contrastive_nb.data import as_float_images
+    from contrastive_nb.evaluate import knn_accuracy
+    write_cifar10_fixture(tmp_path, per_batch=10)
+    trainer = Trainer(tiny(dataset='cifar10', data_root=str(tmp_path), knn_k=5))
+    assert trainer.data['train'].images.dtype == torch.uint8
+    bank, test = trainer.data['train'], trainer.data['test']
+    expected = knn_accuracy(as_float_images(bank.images).flatten(1), bank.labels,
+                            as_float_images(test.images).flatten(1), test.labels, k=5)
+    assert trainer.baselines()['raw_pixels_knn'] == pytest.approx(expected)
