@@ -39,3 +39,19 @@ def test_recipes_benchmark_runs_each_cpu_recipe_through_the_command_line():
         run, = recipe['runs']
         assert 0.1 <= run['chance'] <= 1 and 0 <= run['test_knn'] <= 1  # ten classes
         assert 0 <= run['training_s'] < run['wall_s'] and run['steps'] == 5  # 96 images, batch 16
+
+@pytest.mark.slow
+def test_fashion_benchmark_runs_every_arm_on_shared_seeds():
+    "Issue 27's comparison at tiny sizes (the Debian package's first images, or a fixture where it is missing)."
+    result = quick_ratios('fashion_bench.py')
+    assert result['quick'] and result['seeds'] == [0, 1] and [r['seed'] for r in result['runs']] == [0, 1]
+    assert 0.1 <= result['summary']['raw_knn'] <= 1
+    for run in result['runs']:
+        assert run['steps'] > 0 and 0 <= run['simclr_knn'] <= 1 and 0 <= run['supervised_knn'] <= 1
+        n_labels = [run['scratch'][f]['n_labels'] for f in ('0.01', '0.1', '1.0')]
+        assert n_labels[0] < n_labels[1] < n_labels[2] and n_labels[0] >= 10  # at least one label per class
+        for fraction in ('0.01', '0.1', '1.0'):
+            assert 0 <= run['probe'][fraction]['test_acc'] <= 1 and 0 <= run['scratch'][fraction]['test_acc'] <= 1
+            assert run['probe'][fraction]['weight_decay'] > 0
+        assert run['scratch']['1.0']['steps'] == run['steps']  # the supervised arm: the pretraining's steps
+    assert set(result['summary']['probe_minus_scratch']) == {'0.01', '0.1', '1.0'}
