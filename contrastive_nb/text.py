@@ -13,6 +13,7 @@ import re
 import unicodedata
 import warnings
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from ._checks import (check_ids, check_indices, check_probability, check_tensor,
                                     zip_damage)
 from .data import check_tickets
 from .debiased import supcon_loss
+from .evaluate import first_relevant_rank, ranking_metrics
 from .hard_negatives import top_k_negatives
 from .infonce import reduce_loss, unit_rows, floor_at_zero, loss_value, REDUCTIONS
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
@@ -36,9 +38,10 @@ from .pairs import replace_synonyms
 from .training import CheckpointError, save_checkpoint
 
 # %% auto #0
-__all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'tokenize', 'hashed_ngrams', 'TextEncoder',
-           'split_by_message', 'paraphrase_tickets', 'char_ngram_jaccard', 'near_duplicates', 'lexical_scores',
-           'bootstrap_ci', 'mnrl_loss', 'mine_hard_negatives', 'TextPairOptions', 'TextPairs', 'train_text_encoder',
+__all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'FUSION_NORMALISATIONS', 'tokenize', 'hashed_ngrams',
+           'TextEncoder', 'split_by_message', 'paraphrase_tickets', 'char_ngram_jaccard', 'near_duplicates',
+           'lexical_scores', 'bootstrap_ci', 'mnrl_loss', 'mine_hard_negatives', 'TextPairOptions', 'TextPairs',
+           'train_text_encoder', 'tie_ranks', 'reciprocal_rank_fusion', 'weighted_score_fusion', 'choose_fusion',
            'TicketSearch']
 
 # %% ../nbs/11_text_retrieval.ipynb #b3c55730
@@ -559,12 +562,102 @@ def train_text_encoder(
                 bar.update()
     return encoder.eval(), losses
 
+# %% ../nbs/11_text_retrieval.ipynb #976b2e7a
+def _score_matrix(scores, name: str) -> Tensor:
+    "A (Q, N) real score matrix with N >= 1 and no NaN; else a clear error naming it."
+    check_tensor(scores, name, ndim=2)
+    if scores.dtype == torch.bool or scores.is_complex():
+        raise TypeError(f"{name} must be real numbers, got {scores.dtype}")
+    if scores.is_floating_point() and scores.isnan().any():
+        raise ValueError(f"{name} contains NaN: a NaN cannot be ranked")
+    if scores.shape[1] == 0:
+        raise ValueError(f"{name} has no documents (shape {tuple(scores.shape)}): nothing to rank")
+    return scores
+
+def tie_ranks(
+    scores: Tensor, # (Q, N) every query's score for every document; higher ranks first
+) -> Tensor: # (Q, N) int64 rank of each document, 1 (top) to N
+    "Each document's rank: how many documents score at least as high (a tie takes its worst rank)."
+    scores = _score_matrix(scores, 'scores').contiguous()
+    ascending = scores.sort(dim=1).values
+    return scores.shape[1] - torch.searchsorted(ascending, scores, right=False)
+
+def reciprocal_rank_fusion(
+    scores: Sequence[Tensor], # (Q, N) score matrices of the systems: same queries, same documents
+    k: float = 60.0, # Cormack et al.'s constant: a document at rank r adds 1 / (k + r)
+) -> Tensor: # (Q, N) float64 fused scores, higher first
+    "Σ over systems of 1 / (k + rank), each system ranking all N documents, ties at worst rank."
+    if isinstance(scores, Tensor) or not isinstance(scores, (list, tuple)) or not scores:
+        raise TypeError("scores must be a non-empty list of (Q, N) score matrices, one per "
+                        f"system, got {type(scores).__name__}")
+    mats = [_score_matrix(s, f'scores[{i}]') for i, s in enumerate(scores)]
+    if len({m.shape for m in mats}) > 1:
+        raise ValueError("scores must all have one shape (same queries, same documents), got "
+                         f"{[tuple(m.shape) for m in mats]}")
+    k = check_number(k, 'k', low=0.0)
+    device = mats[0].device
+    return sum(1 / (k + tie_ranks(m).to(device, torch.float64)) for m in mats)
+
+# %% ../nbs/11_text_retrieval.ipynb #7053c397
+FUSION_NORMALISATIONS = ('minmax', 'zscore')
+
+def _normalise_rows(scores: Tensor, how: str) -> Tensor:
+    "Rows scaled to [0, 1] ('minmax') or to mean 0, std 1 ('zscore'); a constant row becomes 0."
+    x = scores.double()
+    if how == 'minmax':
+        low = x.amin(1, keepdim=True)
+        span = x.amax(1, keepdim=True) - low
+    else: low, span = x.mean(1, keepdim=True), x.std(1, correction=0, keepdim=True)
+    return (x - low) / torch.where(span > 0, span, 1.0)
+
+def weighted_score_fusion(
+    dense: Tensor, # (Q, N) the encoder's scores (cosines)
+    lexical: Tensor, # (Q, N) the word-matching scores (BM25)
+    weight: float = 0.5, # the dense scores' share, in [0, 1]; the lexical scores get 1 - weight
+    normalisation: str = 'minmax', # per query: 'minmax' (to [0, 1]) or 'zscore' (mean 0, std 1)
+) -> Tensor: # (Q, N) float64 fused scores, higher first
+    "Each system's scores normalised per query, then weight · dense + (1 − weight) · lexical."
+    dense, lexical = _score_matrix(dense, 'dense'), _score_matrix(lexical, 'lexical')
+    for x, name in ((dense, 'dense'), (lexical, 'lexical')):
+        if x.is_floating_point() and x.isinf().any():
+            raise ValueError(f"{name} contains inf: its normalised scores would be NaN")
+    if dense.shape != lexical.shape:
+        raise ValueError(f"dense and lexical must have one shape, got {tuple(dense.shape)} and "
+                         f"{tuple(lexical.shape)}")
+    weight = check_number(weight, 'weight', 0.0, 1.0)
+    check_choice(normalisation, 'normalisation', FUSION_NORMALISATIONS)
+    lexical = _normalise_rows(lexical.to(dense.device), normalisation)
+    return weight * _normalise_rows(dense, normalisation) + (1 - weight) * lexical
+
+def choose_fusion(
+    dense: Tensor, # (Q, N) the encoder's scores on validation queries
+    lexical: Tensor, # (Q, N) BM25's scores on the same queries
+    relevant: Tensor, # (Q, N) bool: the relevant documents of each validation query
+    weights: Sequence[float] = tuple(i / 10 for i in range(11)), # the grid of dense weights
+    normalisations: Sequence[str] = FUSION_NORMALISATIONS, # the normalisations to try
+) -> tuple[float, str]: # (weight, normalisation) of best MRR; on a tie the first in grid order
+    "The weighted sum's settings chosen on validation queries by MRR (never on test queries)."
+    if not isinstance(weights, (list, tuple)) or not weights:
+        raise TypeError(f"weights must be a non-empty tuple of numbers, got {weights!r}")
+    if not isinstance(normalisations, (list, tuple)) or not normalisations:
+        raise TypeError(f"normalisations must be a non-empty tuple, got {normalisations!r}")
+    weights = [check_number(w, 'weights', 0.0, 1.0) for w in weights]
+    for norm in normalisations: check_choice(norm, 'normalisations', FUSION_NORMALISATIONS)
+    best, mrr = None, -1.0
+    for norm in normalisations:
+        for w in weights:
+            fused = weighted_score_fusion(dense, lexical, w, norm)
+            score = ranking_metrics(first_relevant_rank(fused, relevant), ks=(1,))['MRR']
+            if score > mrr + 1e-12: best, mrr = (w, norm), score
+    return best
+
 # %% ../nbs/11_text_retrieval.ipynb #f701aefd
-_FORMAT, _VERSION = 'contrastive_nb.TicketSearch', 1  # written by `TicketSearch.save`
+_FORMAT, _VERSION = 'contrastive_nb.TicketSearch', 2  # written by `TicketSearch.save`
+_READABLE = (1, 2)  # version 1: before hybrid search (its files load as dense searches)
 
 def _read_search(
     path: str | Path, # a file written by `TicketSearch.save`
-) -> dict: # its contents: format, version, config, state, texts
+) -> dict: # its contents: format, version, config, state, texts (and search, from version 2)
     "Read a saved search safely (no pickled code); any fault is a CheckpointError naming the file."
     check_path(path, 'path')
     if str(path) == '.': raise ValueError(f"path must name a file, got {str(path)!r}")
@@ -585,9 +678,10 @@ def _read_search(
         held = f"a {kind!r} file" if kind else f"a {type(saved).__name__}"
         raise CheckpointError(f"{path} is not a TicketSearch file: it holds {held}")
     version = saved.get('version', 1)
-    if version != _VERSION:
+    if version not in _READABLE:
         raise CheckpointError(f"{path} is a TicketSearch file of version {version!r}; this "
-                              f"contrastive_nb reads version {_VERSION} (upgrade it to read newer)")
+                              f"contrastive_nb reads versions {_READABLE} (upgrade it to read "
+                              "newer)")
     return saved
 
 # %% ../nbs/11_text_retrieval.ipynb #995f3b3b
@@ -608,13 +702,17 @@ def _warn_if_untrained(
 
 # %% ../nbs/11_text_retrieval.ipynb #18a2344b
 class TicketSearch:
-    "Semantic search over a list of texts with a `TextEncoder`: fit, search, save, load."
+    "Semantic (or hybrid, with BM25) search with a `TextEncoder`: fit, search, save, load."
     def __init__(self,
                  encoder: TextEncoder, # a (trained) encoder
+                 hybrid: bool = False, # True: fuse the encoder's and BM25's rankings (RRF)
+                 rrf_k: float = 60.0, # the fusion's constant k, when hybrid
                 ):
         if not isinstance(encoder, TextEncoder):
             raise TypeError(f"encoder must be a TextEncoder, got {type(encoder).__name__}")
         self.encoder = encoder.eval()
+        self.hybrid = check_bool(hybrid, 'hybrid')
+        self.rrf_k = check_number(rrf_k, 'rrf_k', low=0.0)
         self.texts: list[str] = []
         self.embeddings: Tensor | None = None
 
@@ -632,13 +730,16 @@ class TicketSearch:
     def search(self,
                query: str, # the text to look for
                k: int = 5, # results, 1 <= k <= len(self)
-              ) -> pd.DataFrame: # rank (index 1..k), corpus index, cosine score, text
-        "The k corpus texts most similar to `query`, best first, with their cosine scores."
+              ) -> pd.DataFrame: # rank (index 1..k), corpus index, score (cosine or RRF), text
+        "The k corpus texts closest to `query`, best first, with their cosine (or fused) scores."
         if self.embeddings is None: raise ValueError("call fit(texts) before search")
         _check_text(query, 'query')
         if not tokenize(query): raise ValueError(f"query {query!r} has no words to search for")
         k = check_int(k, 'k', low=1, high=len(self.texts))
         scores = self.embeddings @ self.encoder.encode([query])[0]
+        if self.hybrid:  # BM25 is recomputed from the texts: cheap for a few thousand tickets
+            lexical = lexical_scores([query], self.texts, 'bm25')
+            scores = reciprocal_rank_fusion([scores[None], lexical], k=self.rrf_k)[0]
         top = scores.topk(k)
         return pd.DataFrame({'index': top.indices.numpy(), 'score': top.values.numpy(),
                              'text': [self.texts[i] for i in top.indices.tolist()]},
@@ -647,12 +748,13 @@ class TicketSearch:
     def save(self,
              path: str | Path, # file to write (a torch checkpoint); its folder is created
             ) -> Path: # the path written
-        "Save the encoder's configuration and weights and the corpus texts."
+        "Save the encoder's configuration and weights, the corpus texts and the search settings."
         if self.embeddings is None: raise ValueError("call fit(texts) before save")
         # save_checkpoint writes atomically: a crash leaves the old file, never half a file
         return save_checkpoint({'format': _FORMAT, 'version': _VERSION, 'texts': self.texts,
                                 'config': self.encoder.config,
-                                'state': self.encoder.state_dict()}, path)
+                                'state': self.encoder.state_dict(),
+                                'search': {'hybrid': self.hybrid, 'rrf_k': self.rrf_k}}, path)
 
     @classmethod
     def load(cls,
@@ -663,7 +765,7 @@ class TicketSearch:
         try:
             encoder = TextEncoder(**saved['config'])
             encoder.load_state_dict(saved['state'])
-            return cls(encoder).fit(saved['texts'])
+            return cls(encoder, **saved.get('search', {})).fit(saved['texts'])  # v1: dense
         except Exception as e:  # the right keys, wrong contents: a damaged or hand-made file
             raise CheckpointError(f"{path} is a damaged TicketSearch file "
                                   f"({type(e).__name__}: {str(e)[:120]})") from None

@@ -5,7 +5,7 @@ from pathlib import Path
 import torch
 from test_bad_input import Case, feats, _mod
 
-CONSTANTS = {'LEXICAL_METHODS', 'TEXT_LOSSES', 'PARAPHRASE_SYNONYMS'}
+CONSTANTS = {'LEXICAL_METHODS', 'TEXT_LOSSES', 'PARAPHRASE_SYNONYMS', 'FUSION_NORMALISATIONS'}
 
 TEXTS = ['I was charged twice', 'my payment appears two times', 'the app crashes',
          'app quits on start', 'cancel my plan', 'stop my subscription']
@@ -81,7 +81,20 @@ def cases():
                            aliases={'anchors': ('views',), 'positives': ('views',)})],
         'bootstrap_ci': [Case(t.bootstrap_ci, dict(values=feats(20, 1).squeeze(1), n_boot=50,
                                                    level=0.9, seed=0))],
+        'tie_ranks': [Case(t.tie_ranks, dict(scores=feats(3, 5)))],
+        'reciprocal_rank_fusion': [Case(lambda dense, lexical, k: t.reciprocal_rank_fusion([dense, lexical], k=k),
+                                        dict(dense=feats(3, 5), lexical=feats(3, 5, seed=1), k=60.0),
+                                        aliases={'dense': ('scores',), 'lexical': ('scores',)})],
+        'weighted_score_fusion': [Case(t.weighted_score_fusion,
+                                       dict(dense=feats(3, 5), lexical=feats(3, 5, seed=1), weight=0.3,
+                                            normalisation='zscore'), choices=('normalisation',))],
+        'choose_fusion': [Case(t.choose_fusion,
+                               dict(dense=feats(3, 5), lexical=feats(3, 5, seed=1),
+                                    relevant=torch.eye(3, 5, dtype=torch.bool), weights=(0.0, 0.5, 1.0),
+                                    normalisations=('minmax',)))],
         'TicketSearch': [Case(t.TicketSearch, dict(encoder=_encoder())),
+                         Case(lambda hybrid, rrf_k: t.TicketSearch(_encoder(), hybrid, rrf_k).fit(TEXTS)
+                              .search('charged twice', 3), dict(hybrid=True, rrf_k=60.0), 'hybrid'),
                          Case(lambda texts: t.TicketSearch(_encoder()).fit(texts),
                               dict(texts=TEXTS), 'fit'),
                          Case(lambda query, k: _search().search(query, k),

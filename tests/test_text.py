@@ -1,5 +1,6 @@
 """Tests of contrastive_nb.text beyond the lesson's own asserts: the bootstrap interval, the loss mask,
-determinism, the leak check and the search round trip (the ranking metrics are in test_evaluate.py)."""
+determinism, the leak check, the search round trip (dense and hybrid) and rank fusion (the ranking metrics are in
+test_evaluate.py)."""
 import math
 import random
 import re
@@ -444,7 +445,9 @@ def test_load_refuses_every_bad_file_naming_it(tmp_path):
         (write('tensor.pt', torch.zeros(3)), 'not a TicketSearch file: it holds a Tensor'),
         (write('trainer.pt', {'model': {}, 'step': 3}), 'not a TicketSearch file: it holds a dict'),
         (write('clip.pt', {**saved, 'format': 'CLIP'}), "not a TicketSearch file: it holds a 'CLIP'"),
-        (write('newer.pt', {**saved, 'version': 2}), 'TicketSearch file of version 2; this'),
+        (write('newer.pt', {**saved, 'version': 3}), 'TicketSearch file of version 3; this'),
+        (write('bad_search.pt', {**saved, 'search': {'hybrid': 'yes'}}), 'damaged TicketSearch file'),
+        (write('odd_search.pt', {**saved, 'search': {'fusion': 'rrf'}}), 'damaged TicketSearch file'),
         (write('damaged.pt', {**saved, 'config': {**saved['config'], 'dim': 5}}), 'damaged'),
         (write('no_texts.pt', {**saved, 'texts': []}), 'damaged TicketSearch file'),
         (tmp_path / 'missing.pt', 'does not exist'),
@@ -494,3 +497,106 @@ def test_ticket_search_warns_about_an_untrained_encoder_and_not_a_trained_one():
     with warnings.catch_warnings():
         warnings.simplefilter('error')  # any warning fails the test
         T.TicketSearch(encoder).fit(texts)
+
+
+# --- hybrid search: rank fusion ----------------------------------------------------------------------------------
+
+def test_tie_ranks_take_the_worst_rank_of_their_group():
+    scores = torch.tensor([[0.9, 0.5, 0.5, 0.1], [0.0, 0.0, 0.0, 0.0], [3.0, -math.inf, math.inf, 3.0]])
+    assert T.tie_ranks(scores).tolist() == [[1, 3, 3, 4], [4, 4, 4, 4], [3, 4, 1, 3]]
+    assert T.tie_ranks(scores.long()[:2]).tolist() == [[4, 4, 4, 4], [4, 4, 4, 4]]  # 0.9 -> 0 ...
+    assert T.tie_ranks(torch.zeros(0, 3)).shape == (0, 3)
+
+def rrf_by_sorting(mats, k):
+    "For each system, sort each row; a document's rank is the last place of its score's group."
+    out = torch.zeros(mats[0].shape, dtype=torch.float64)
+    for m in mats:
+        for q, row in enumerate(m.tolist()):
+            order = sorted(row, reverse=True)
+            for j, s in enumerate(row):
+                out[q, j] += 1 / (k + len(order) - order[::-1].index(s))
+    return out
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_reciprocal_rank_fusion_against_sorting_with_ties(seed):
+    g = torch.Generator().manual_seed(seed)
+    mats = [torch.randint(0, 5, (7, 12), generator=g).double() for _ in range(3)]
+    for k in (0.0, 1.0, 60.0):
+        assert torch.allclose(T.reciprocal_rank_fusion(mats, k=k), rrf_by_sorting(mats, k), atol=1e-14)
+
+def test_reciprocal_rank_fusion_by_hand():
+    dense = torch.tensor([[0.9, 0.5, 0.5, 0.1]])
+    bm25 = torch.tensor([[0.0, 2.0, 0.0, 0.0]], dtype=torch.float64)
+    want = [1 / 61 + 1 / 64, 1 / 63 + 1 / 61, 1 / 63 + 1 / 64, 2 / 64]
+    fused = T.reciprocal_rank_fusion([dense, bm25])
+    assert fused.dtype == torch.float64 and torch.allclose(fused, torch.tensor([want], dtype=torch.float64))
+    assert T.reciprocal_rank_fusion((dense,), k=0).tolist() == [[1.0, 1 / 3, 1 / 3, 1 / 4]]
+
+def test_weighted_score_fusion_by_hand_and_flat_rows():
+    dense = torch.tensor([[0.9, 0.5, 0.5, 0.1]])
+    bm25 = torch.tensor([[0.0, 2.0, 0.0, 0.0]])
+    assert torch.allclose(T.weighted_score_fusion(dense, bm25, 0.5),
+                          torch.tensor([[0.5, 0.75, 0.25, 0.0]], dtype=torch.float64))
+    assert torch.allclose(T.weighted_score_fusion(dense, bm25, 1.0), torch.tensor([[1.0, 0.5, 0.5, 0.0]],
+                                                                                  dtype=torch.float64))
+    assert torch.allclose(T.weighted_score_fusion(dense, bm25, 0.0), torch.tensor([[0.0, 1.0, 0.0, 0.0]],
+                                                                                  dtype=torch.float64))
+    z = T.weighted_score_fusion(dense, torch.zeros(1, 4), 0.25, 'zscore')  # a flat BM25 row adds 0
+    d = dense.double()
+    assert torch.allclose(z, 0.25 * (d - d.mean()) / d.std(correction=0))
+
+def test_choose_fusion_picks_the_better_system_and_the_first_on_ties():
+    g = torch.Generator().manual_seed(0)
+    noise = 0.1 * torch.randn(6, 8, generator=g)
+    rel = torch.eye(6, 8, dtype=torch.bool)
+    good, bad = rel.double() + noise, -rel.double() + noise
+    assert T.choose_fusion(bad, good, rel) == (0.0, 'minmax')
+    w, norm = T.choose_fusion(good, bad, rel)
+    assert w > 0.5 and norm in T.FUSION_NORMALISATIONS
+    assert T.choose_fusion(good, bad, rel, weights=(1.0, 0.9), normalisations=('zscore',)) == (1.0, 'zscore')
+
+@pytest.mark.parametrize('call, error, match', [
+    (lambda d, b: T.reciprocal_rank_fusion(d), TypeError, 'scores must be a non-empty list'),
+    (lambda d, b: T.reciprocal_rank_fusion([]), TypeError, 'scores must be a non-empty list'),
+    (lambda d, b: T.reciprocal_rank_fusion([d, b[:, :2]]), ValueError, 'one shape'),
+    (lambda d, b: T.reciprocal_rank_fusion([d, b * math.nan]), ValueError, r'scores\[1\] contains NaN'),
+    (lambda d, b: T.reciprocal_rank_fusion([d, b > 0]), TypeError, r'scores\[1\] must be real'),
+    (lambda d, b: T.reciprocal_rank_fusion([d[0]]), ValueError, r'scores\[0\] must have 2 dimensions'),
+    (lambda d, b: T.reciprocal_rank_fusion([d[:, :0]]), ValueError, 'has no documents'),
+    (lambda d, b: T.reciprocal_rank_fusion([d], k=-1), ValueError, 'k must'),
+    (lambda d, b: T.tie_ranks(d.tolist()), TypeError, 'scores must be a torch.Tensor'),
+    (lambda d, b: T.weighted_score_fusion(d, b, 1.5), ValueError, 'weight must'),
+    (lambda d, b: T.weighted_score_fusion(d, b, 0.5, 'rank'), ValueError, 'normalisation'),
+    (lambda d, b: T.weighted_score_fusion(d, b + math.inf), ValueError, 'lexical contains inf'),
+    (lambda d, b: T.weighted_score_fusion(d, b[:, :3]), ValueError, 'dense and lexical must have one shape'),
+    (lambda d, b: T.choose_fusion(d, b, b > 0, weights=()), TypeError, 'weights must be'),
+    (lambda d, b: T.choose_fusion(d, b, b > 0, normalisations='minmax'), TypeError, 'normalisations'),
+])
+def test_fusion_bad_inputs(call, error, match):
+    dense, bm25 = torch.tensor([[0.9, 0.5, 0.5, 0.1]]), torch.tensor([[0.0, 2.0, 0.0, 0.0]])
+    with pytest.raises(error, match=match): call(dense, bm25)
+
+def test_hybrid_search_round_trip_and_old_files(tmp_path, tickets):
+    texts = list(tickets.text[:30])
+    torch.manual_seed(0)
+    encoder = T.TextEncoder(n_buckets=1000, dim=8, hidden=8, out_dim=8)
+    dense, hybrid = T.TicketSearch(encoder).fit(texts), T.TicketSearch(encoder, hybrid=True).fit(texts)
+    query = 'I was charged twice'
+    hits = hybrid.search(query, k=30)
+    want = T.reciprocal_rank_fusion([(dense.embeddings @ encoder.encode([query])[0])[None],
+                                     T.lexical_scores([query], texts)])[0]
+    assert np.allclose(hits.score, want[hits['index'].tolist()].numpy())
+    assert hits.score.is_monotonic_decreasing and sorted(hits['index']) == list(range(30))
+    loaded = T.TicketSearch.load(hybrid.save(tmp_path / 'h.pt'))
+    assert loaded.hybrid and loaded.rrf_k == 60.0
+    pd.testing.assert_frame_equal(loaded.search(query, k=5), hybrid.search(query, k=5))
+    assert T.TicketSearch.load(hybrid.save(tmp_path / 'h.pt')).search(query, k=5).equals(hits.iloc[:5])
+    saved = torch.load(tmp_path / 'h.pt', weights_only=True)
+    assert saved['version'] == 2 and saved['search'] == {'hybrid': True, 'rrf_k': 60.0}
+    v1 = {k: v for k, v in saved.items() if k != 'search'} | {'version': 1}
+    torch.save(v1, tmp_path / 'v1.pt')  # written before hybrid search: loads as the dense search
+    old = T.TicketSearch.load(tmp_path / 'v1.pt')
+    assert not old.hybrid
+    pd.testing.assert_frame_equal(old.search(query, k=5), dense.search(query, k=5))
+    with pytest.raises(TypeError, match='hybrid must be'): T.TicketSearch(encoder, hybrid='yes')
+    with pytest.raises(ValueError, match='rrf_k'): T.TicketSearch(encoder, rrf_k=-1.0)
