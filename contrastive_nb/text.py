@@ -13,7 +13,7 @@ import re
 import unicodedata
 import warnings
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +40,9 @@ from .training import CheckpointError, save_checkpoint
 # %% auto #0
 __all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'FUSION_NORMALISATIONS', 'tokenize', 'hashed_ngrams',
            'TextEncoder', 'split_by_message', 'paraphrase_tickets', 'char_ngram_jaccard', 'near_duplicates',
-           'lexical_scores', 'bootstrap_ci', 'mnrl_loss', 'mine_hard_negatives', 'TextPairOptions', 'TextPairs',
-           'train_text_encoder', 'tie_ranks', 'reciprocal_rank_fusion', 'weighted_score_fusion', 'choose_fusion',
-           'TicketSearch']
+           'lexical_scores', 'bootstrap_ci', 'mnrl_loss', 'matryoshka_loss', 'mine_hard_negatives', 'TextPairOptions',
+           'TextPairs', 'train_text_encoder', 'tie_ranks', 'reciprocal_rank_fusion', 'weighted_score_fusion',
+           'choose_fusion', 'TicketSearch']
 
 # %% ../nbs/11_text_retrieval.ipynb #b3c55730
 def _ranges(codes) -> str:
@@ -403,6 +403,34 @@ def mnrl_loss(
     # Each row floored before the reduction: a perfect match is 0, not -0.0 or a rounding below
     # it; the gradient is that of the plain formula (lesson 03's straight-through floor).
     return reduce_loss(floor_at_zero(F.cross_entropy(logits, target, reduction='none')), reduction)
+
+# %% ../nbs/11_text_retrieval.ipynb #303bd925
+def matryoshka_loss(
+    anchors: Tensor, # (N, D) anchor embeddings
+    positives: Tensor, # (N, D) row i is anchor i's positive
+    dims: Sequence[int] = (8, 16, 32, 64, 128), # nested prefix lengths, increasing, <= D
+    weights: Sequence[float] | None = None, # one weight >= 0 per prefix; default all 1
+    loss: Callable | None = None, # called as loss(anchors, positives, **options); None: mnrl_loss
+    **options, # passed to the loss (labels=, scale=, ...)
+) -> Tensor: # Σ_m w_m · loss(prefix m of the anchors, prefix m of the positives), re-normalised
+    "Matryoshka loss: the loss summed over nested prefixes of the embeddings, each re-normalised."
+    check_tensor(anchors, 'anchors', ndim=2, dtype='float', nonempty=True)
+    check_tensor(positives, 'positives', ndim=2, dtype='float', nonempty=True)
+    if not isinstance(dims, (list, tuple)) or not dims:
+        raise TypeError(f"dims must be a non-empty tuple of prefix lengths, got {dims!r}")
+    dims = [check_int(m, 'dims', 1, anchors.shape[1]) for m in dims]
+    if any(a >= b for a, b in zip(dims, dims[1:])):
+        raise ValueError(f"dims must be increasing (nested prefixes), got {dims}")
+    weights = [1.0] * len(dims) if weights is None else weights
+    if not isinstance(weights, (list, tuple)) or len(weights) != len(dims):
+        raise ValueError(f"weights must be a tuple of {len(dims)} numbers, one per prefix, "
+                         f"got {weights!r}")
+    weights = [check_number(w, 'weights', low=0.0) for w in weights]
+    loss = mnrl_loss if loss is None else loss
+    if not callable(loss): raise TypeError(f"loss must be callable, got {type(loss).__name__}")
+    prefix = lambda x, m: F.normalize(x[:, :m], dim=1)
+    return sum(w * loss(prefix(anchors, m), prefix(positives, m), **options)
+               for m, w in zip(dims, weights))
 
 # %% ../nbs/11_text_retrieval.ipynb #1ffedafc
 def mine_hard_negatives(

@@ -63,6 +63,8 @@ def cases():
                                              hard_negatives=feats(3, 4, seed=2),
                                              hard_labels=torch.tensor([1, 2, 0])),
                            'hard negatives')],
+        'matryoshka_loss': [Case(t.matryoshka_loss, dict(anchors=feats(6, 8), positives=feats(6, 8, seed=1),
+                                                         dims=(2, 4, 8), weights=(1.0, 1.0, 0.5)))],
         'mine_hard_negatives': [Case(t.mine_hard_negatives, dict(embeddings=feats(6, 4),
                                                                  labels=LABELS, k=2))],
         'train_text_encoder': [Case(t.train_text_encoder,

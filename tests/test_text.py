@@ -598,5 +598,68 @@ def test_hybrid_search_round_trip_and_old_files(tmp_path, tickets):
     old = T.TicketSearch.load(tmp_path / 'v1.pt')
     assert not old.hybrid
     pd.testing.assert_frame_equal(old.search(query, k=5), dense.search(query, k=5))
+    # the fusion's k is the search's own, and is saved with it
+    sharp = T.TicketSearch(encoder, hybrid=True, rrf_k=1.0).fit(texts)
+    want1 = T.reciprocal_rank_fusion([(dense.embeddings @ encoder.encode([query])[0])[None],
+                                      T.lexical_scores([query], texts)], k=1.0)[0]
+    got1 = sharp.search(query, k=30)
+    assert np.allclose(got1.score, want1[got1['index'].tolist()].numpy())
+    assert T.TicketSearch.load(sharp.save(tmp_path / 'k1.pt')).rrf_k == 1.0
     with pytest.raises(TypeError, match='hybrid must be'): T.TicketSearch(encoder, hybrid='yes')
     with pytest.raises(ValueError, match='rrf_k'): T.TicketSearch(encoder, rrf_k=-1.0)
+
+
+# --- Matryoshka loss -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_matryoshka_loss_is_the_sum_of_per_prefix_losses(seed):
+    g = torch.Generator().manual_seed(seed)
+    a, p = (torch.randn(10, 32, generator=g, dtype=torch.float64) for _ in range(2))
+    labels = torch.randint(0, 3, (10,), generator=g)
+    dims, weights = (2, 4, 8, 32), (1.0, 0.5, 2.0, 1.0)
+    want = sum(w * T.mnrl_loss(a[:, :m] / a[:, :m].norm(dim=1, keepdim=True),
+                               p[:, :m] / p[:, :m].norm(dim=1, keepdim=True), labels, scale=10.0)
+               for m, w in zip(dims, weights))
+    got = T.matryoshka_loss(a, p, dims, weights, labels=labels, scale=10.0)
+    assert torch.isclose(got, want)
+    # a prefix is re-normalised: scaling its coordinates beyond the prefix changes nothing there
+    far = p.clone()
+    far[:, 8:] *= 100
+    assert torch.isclose(T.matryoshka_loss(a, far, (2, 4, 8), labels=labels),
+                         T.matryoshka_loss(a, p, (2, 4, 8), labels=labels))
+    # default: mnrl_loss on the prefixes 8 ... 128 with weight 1
+    a2, p2 = (torch.randn(6, 128, generator=g, dtype=torch.float64) for _ in range(2))
+    assert torch.isclose(T.matryoshka_loss(a2, p2), sum(T.mnrl_loss(a2[:, :m], p2[:, :m])
+                                                        for m in (8, 16, 32, 64, 128)))
+    # the gradient is the sum of the per-prefix gradients
+    a3 = a.clone().requires_grad_()
+    T.matryoshka_loss(a3, p, (4, 32)).backward()
+    a4 = a.clone().requires_grad_()
+    (T.mnrl_loss(a4[:, :4], p[:, :4]) + T.mnrl_loss(a4, p)).backward()
+    assert torch.allclose(a3.grad, a4.grad)
+
+def test_matryoshka_loss_takes_another_loss():
+    a, p = torch.randn(5, 8, dtype=torch.float64), torch.randn(5, 8, dtype=torch.float64)
+    seen = []
+    def spy(x, y, **options):
+        seen.append((x.shape[1], options))
+        assert torch.allclose(x.norm(dim=1), torch.ones(5, dtype=torch.float64))
+        return x.sum() * 0 + x.shape[1]
+    assert T.matryoshka_loss(a, p, (2, 8), loss=spy, scale=3.0).item() == 10.0
+    assert seen == [(2, {'scale': 3.0}), (8, {'scale': 3.0})]
+
+@pytest.mark.parametrize('kwargs, error, match', [
+    (dict(dims=(8, 4)), ValueError, 'dims must be increasing'),
+    (dict(dims=(4, 4)), ValueError, 'dims must be increasing'),
+    (dict(dims=(4, 64)), ValueError, 'dims must lie in'),
+    (dict(dims=(0, 4)), ValueError, 'dims must lie in'),
+    (dict(dims=()), TypeError, 'dims must be a non-empty tuple'),
+    (dict(dims=8), TypeError, 'dims must be a non-empty tuple'),
+    (dict(dims=(4, 8), weights=(1.0,)), ValueError, 'weights must be a tuple of 2'),
+    (dict(dims=(4, 8), weights=(1.0, -1.0)), ValueError, 'weights'),
+    (dict(dims=(4, 8), weights=(1.0, math.nan)), ValueError, 'weights'),
+    (dict(dims=(4, 8), loss='mnrl'), TypeError, 'loss must be callable'),
+])
+def test_matryoshka_bad_inputs(kwargs, error, match):
+    a, p = torch.randn(5, 8), torch.randn(5, 8)
+    with pytest.raises(error, match=match): T.matryoshka_loss(a, p, **kwargs)
