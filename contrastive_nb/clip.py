@@ -35,8 +35,9 @@ from .temperature import LearnableTemperature
 
 # %% auto #0
 __all__ = ['CAPTION_FACTORS', 'SIZE_SPLIT', 'TEMPLATES', 'VIEWS', 'factor_classes', 'factor_labels', 'describe', 'caption_ids',
-           'class_prompts', 'CaptionTokenizer', 'CaptionEncoder', 'TinyCLIP', 'clip_loss', 'crop_views', 'CLIPOptions',
-           'CLIP', 'train_clip', 'class_embeddings', 'zero_shot_predict', 'recall_at_k']
+           'class_prompts', 'CaptionTokenizer', 'CaptionEncoder', 'TinyCLIP', 'clip_loss', 'prior_bias', 'siglip_loss',
+           'SigLIPLoss', 'crop_views', 'CLIPOptions', 'CLIP', 'train_clip', 'class_embeddings', 'zero_shot_predict',
+           'recall_at_k']
 
 # %% ../nbs/12_clip.ipynb #52016b0a
 CAPTION_FACTORS = ('size', 'colour', 'shape', 'position')
@@ -328,6 +329,63 @@ def clip_loss(
     # Each −log p is >= 0, but rounding can dip below: lifted to 0, the gradient kept as it is.
     image_to_text, text_to_image = floor_at_zero(image_to_text), floor_at_zero(text_to_image)
     return reduce_loss((image_to_text + text_to_image) / 2, reduction)
+
+# %% ../nbs/12_clip.ipynb #d940d323
+def prior_bias(
+    batch_size: int, # N, the pairs in a batch (>= 2)
+) -> float: # log(p / (1 − p)) with p = 1 / N, i.e. −log(N − 1)
+    "The bias at which every pair starts at the share of pairs that match, 1 / N (open_clip #650)."
+    return -math.log(check_int(batch_size, 'batch_size', low=2) - 1)
+
+def _scalar(value, name: str, like: Tensor) -> Tensor:
+    "A finite number or one-element floating tensor (its graph kept), as a 0-d tensor like `like`."
+    if not isinstance(value, Tensor):  # a plain number: exact in the computation's dtype
+        return torch.tensor(check_number(value, name), dtype=like.dtype, device=like.device)
+    if value.numel() != 1 or not value.is_floating_point():
+        raise TypeError(f"{name} must be a number or a one-element floating tensor, got a "
+                        f"{value.dtype} tensor of shape {tuple(value.shape)}")
+    if not torch.isfinite(value).all(): raise ValueError(f"{name} must be finite, got {value}")
+    return value.reshape(()).to(like.device, like.dtype)
+
+def siglip_loss(
+    image_embeddings: Tensor, # (N, D) image embeddings
+    text_embeddings: Tensor, # (N, D) caption embeddings; row i describes image i
+    log_scale: float | Tensor = math.log(10), # t′: cosines are scaled by t = exp(t′); tensors learn
+    bias: float | Tensor = -10.0, # b, added to every logit (`prior_bias(N)`: the other start)
+    caption_ids: Tensor | None = None, # (N,) what each caption says: equal ids are left out
+) -> Tensor: # Σ over pairs of −log σ(±(t cos + b)), divided by N; float32 for half inputs
+    "SigLIP's pairwise sigmoid loss: label +1 on the pairs, −1 elsewhere, summed, divided by N."
+    i, t = _paired_rows(image_embeddings, text_embeddings)
+    scale = _scalar(log_scale, 'log_scale', i).exp()
+    if not torch.isfinite(scale):
+        raise ValueError(f"log_scale is too large: exp(log_scale) overflows {i.dtype}")
+    logits = i @ t.T * scale + _scalar(bias, 'bias', i)            # (N, N) image i, caption j
+    labels = 2 * torch.eye(len(i), dtype=i.dtype, device=i.device) - 1
+    loss = -F.logsigmoid(labels * logits)                          # stable for any logit
+    if caption_ids is not None:
+        ids = check_ids(caption_ids, 'caption_ids').to(i.device)
+        if len(ids) != len(i):
+            raise ValueError(f"caption_ids has {len(ids)} entries for {len(i)} pairs")
+        loss = loss.masked_fill(pair_masks(ids)[0], 0.0)          # same meaning: not a negative
+    return loss.sum() / len(i)
+
+class SigLIPLoss(nn.Module):
+    "The sigmoid loss with its learnable t′ and b: the paper's start, or `bias=prior_bias(N)`."
+    def __init__(self,
+                 log_scale: float = math.log(10), # t′ at the start (the paper: log 10)
+                 bias: float = -10.0, # b at the start (the paper: −10)
+                ):
+        super().__init__()
+        self.log_scale = nn.Parameter(torch.tensor(check_number(log_scale, 'log_scale')))
+        self.bias = nn.Parameter(torch.tensor(check_number(bias, 'bias')))
+
+    def forward(self,
+                image_embeddings: Tensor, # (N, D) image embeddings
+                text_embeddings: Tensor, # (N, D) caption embeddings; row i describes image i
+                caption_ids: Tensor | None = None, # (N,) equal ids are left out of the sum
+               ) -> Tensor: # the loss, with a gradient into t′ and b
+        return siglip_loss(image_embeddings, text_embeddings, self.log_scale, self.bias,
+                           caption_ids)
 
 # %% ../nbs/12_clip.ipynb #f194101b
 _CROP_COLUMNS = ('x', 'y', 'scale')

@@ -55,3 +55,22 @@ def test_fashion_benchmark_runs_every_arm_on_shared_seeds():
             assert run['probe'][fraction]['weight_decay'] > 0
         assert run['scratch']['1.0']['steps'] == run['steps']  # the supervised arm: the pretraining's steps
     assert set(result['summary']['probe_minus_scratch']) == {'0.01', '0.1', '1.0'}
+
+@pytest.mark.slow
+@pytest.mark.parametrize('mode', ['--quick', '--estimate'])
+def test_siglip_benchmark_runs_every_arm(mode):
+    args = [sys.executable, str(ROOT / 'benchmarks' / 'siglip_bench.py'), '--quick']
+    args += [mode] if mode != '--quick' else []
+    out = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if mode == '--estimate':
+        assert result['estimate_s'] > 0 and len(result['per_arm_s']) == 6  # 2 losses x 2 batches, 2 prior-bias arms
+        return
+    arms = {key.rsplit('|', 1)[0] for key in result['results']}
+    assert arms == {'clip|8', 'siglip|8', 'clip|16', 'siglip|16', 'siglip, prior bias|8', 'siglip, prior bias|16',
+                    'untrained|0'}
+    for scores in result['results'].values():
+        assert all(0 <= v <= 1 for v in scores.values())
+    assert any(k.startswith('siglip - clip, batch 8') for k in result['verdicts'])
+    assert any(k.startswith('clip - untrained, batch 16') for k in result['verdicts'])

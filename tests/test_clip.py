@@ -1,4 +1,5 @@
-"""contrastive_nb.clip: captions, the symmetric loss and its duplicate mask, zero-shot, retrieval, training."""
+"""contrastive_nb.clip: captions, the symmetric loss and its duplicate mask, the sigmoid (SigLIP) loss, zero-shot,
+retrieval, training."""
 import math
 
 import numpy as np
@@ -11,7 +12,7 @@ from torch.autograd import gradcheck
 from contrastive_nb.clip import (CAPTION_FACTORS, TEMPLATES, CaptionEncoder, CaptionTokenizer, TinyCLIP,
                                  caption_ids, class_embeddings, class_prompts, clip_loss, crop_views,
                                  describe, factor_classes, factor_labels, recall_at_k, train_clip,
-                                 zero_shot_predict)
+                                 zero_shot_predict, siglip_loss, prior_bias, SigLIPLoss)
 from contrastive_nb.data import make_shapes
 from contrastive_nb.infonce import info_nce
 from contrastive_nb.pairs import position_phrase, shape_captions
@@ -414,3 +415,100 @@ def test_rounding_below_zero_is_lifted_to_zero_and_the_gradient_is_unchanged(mon
     a, b = _directions(*ref, ids)
     ((a + b) / 2).sum().backward()
     for x, r in zip(got, ref): torch.testing.assert_close(x, r.grad, atol=1e-10, rtol=1e-7)
+
+
+# --- the sigmoid loss (SigLIP) --------------------------------------------------------------------------------
+
+def siglip_loop(zi, zt, t_prime, b, ids=None):
+    "Every (image, caption) pair: −log σ(z · (exp(t′) cos + b)), z = +1 on the pair, −1 otherwise; / N."
+    zi, zt = F.normalize(zi.double(), dim=1), F.normalize(zt.double(), dim=1)
+    total = 0.0
+    for i in range(len(zi)):
+        for j in range(len(zt)):
+            if ids is not None and i != j and ids[i] == ids[j]: continue
+            logit = math.exp(t_prime) * float(zi[i] @ zt[j]) + b
+            total += -math.log(1 / (1 + math.exp(-(1.0 if i == j else -1.0) * logit)))
+    return total / len(zi)
+
+@pytest.mark.parametrize('seed', [0, 1])
+@pytest.mark.parametrize('t_prime,b', [(math.log(10), -10.0), (0.0, 0.0), (1.5, 2.0), (2.0, -math.log(6))])
+def test_siglip_loss_against_a_double_loop(seed, t_prime, b):
+    zi, zt = pairs(seed=seed)
+    assert siglip_loss(zi, zt, t_prime, b).item() == pytest.approx(siglip_loop(zi, zt, t_prime, b), rel=1e-10)
+    ids = torch.tensor([0, 1, 0, 2, 1, 1, 3])
+    assert siglip_loss(zi, zt, t_prime, b, ids).item() == pytest.approx(
+        siglip_loop(zi, zt, t_prime, b, ids.tolist()), rel=1e-10)
+    # tensors give the same value as numbers
+    same = siglip_loss(zi, zt, torch.tensor(t_prime, dtype=torch.float64), torch.tensor(b, dtype=torch.float64))
+    assert same.item() == pytest.approx(siglip_loop(zi, zt, t_prime, b), rel=1e-10)
+
+def test_siglip_loss_by_hand():
+    # identity embeddings: own caption cosine 1, others 0; at the paper's start
+    want = math.log(2) + 3 * math.log1p(math.exp(-10.0))
+    assert siglip_loss(torch.eye(4), torch.eye(4)).item() == pytest.approx(want, rel=1e-6)
+    # collapsed: every pair costs log 2 at the paper's start, 16 pairs / 4 images
+    assert siglip_loss(torch.ones(4, 2), torch.ones(4, 2)).item() == pytest.approx(4 * math.log(2), rel=1e-6)
+    # not symmetric in general? it is: swapping towers transposes the pair matrix
+    zi, zt = pairs()
+    assert torch.isclose(siglip_loss(zi, zt, 0.3, 0.2), siglip_loss(zt, zi, 0.3, 0.2))
+    # the loss is divided by the number of images, not by the number of pairs
+    assert siglip_loss(zi[:1], zt[:1], 0.0, 0.0).item() == pytest.approx(
+        math.log1p(math.exp(-float(F.normalize(zi[:1], dim=1) @ F.normalize(zt[:1], dim=1).T))))
+
+def test_siglip_loss_gradcheck_with_learnable_scale_and_bias():
+    zi, zt = pairs(n=5, d=4)
+    t_prime = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(-1.5, dtype=torch.float64, requires_grad=True)
+    ids = torch.tensor([0, 1, 0, 2, 3])
+    for caption_ids in (None, ids):
+        assert gradcheck(lambda a, c, s, o: siglip_loss(a, c, s, o, caption_ids),
+                         (zi.clone().requires_grad_(), zt.clone().requires_grad_(), t_prime, b))
+    # the gradients of t′ and b by hand: dL/db = (1/N) Σ −z σ(−z ℓ), dL/dt′ = (1/N) Σ −z σ(−z ℓ) t cos
+    cos = F.normalize(zi, dim=1) @ F.normalize(zt, dim=1).T
+    z = 2 * torch.eye(5, dtype=torch.float64) - 1
+    logits = cos * t_prime.exp() + b
+    w = -z * torch.sigmoid(-z * logits) / 5
+    siglip_loss(zi, zt, t_prime, b).backward()
+    assert torch.isclose(b.grad, w.sum()) and torch.isclose(t_prime.grad, (w * logits.sub(b)).sum())
+
+def test_siglip_loss_half_precision_and_large_logits_stay_finite():
+    zi, zt = pairs(dtype=torch.float32)
+    for dtype in (torch.float16, torch.bfloat16):
+        a, c = zi.to(dtype) * 1e3, zt.to(dtype) * 1e3  # norms of 1e3: float16 squares overflow
+        loss = siglip_loss(a, c, 6.0, -50.0)
+        assert loss.dtype == torch.float32 and torch.isfinite(loss)
+        assert loss.item() == pytest.approx(siglip_loss(a.float(), c.float(), 6.0, -50.0).item(), rel=1e-5)
+    # a logit of ±400: log(1 + exp(400)) overflows a naive formula, logsigmoid does not
+    assert torch.isfinite(siglip_loss(zi, -zi, 6.0, 0.0))
+
+def test_prior_bias_and_the_module():
+    assert prior_bias(2) == 0.0 and prior_bias(65) == pytest.approx(-math.log(64))
+    assert torch.sigmoid(torch.tensor(prior_bias(512), dtype=torch.float64)).item() == pytest.approx(1 / 512)
+    loss_fn = SigLIPLoss()
+    assert loss_fn.log_scale.item() == pytest.approx(math.log(10)) and loss_fn.bias.item() == -10.0
+    zi, zt = pairs(dtype=torch.float32)
+    loss = loss_fn(zi, zt)
+    assert loss.item() == pytest.approx(siglip_loss(zi, zt).item(), rel=1e-6)
+    loss.backward()
+    assert loss_fn.log_scale.grad is not None and loss_fn.bias.grad is not None
+    assert sorted(n for n, _ in loss_fn.named_parameters()) == ['bias', 'log_scale']
+    prior = SigLIPLoss(bias=prior_bias(7))
+    assert prior.bias.item() == pytest.approx(-math.log(6))
+
+@pytest.mark.parametrize('call,error,match', [
+    (lambda zi, zt: siglip_loss(zi, zt[:3]), ValueError, 'must have the same shape'),
+    (lambda zi, zt: siglip_loss(zi, zt, log_scale=1000.0), ValueError, 'log_scale is too large'),
+    (lambda zi, zt: siglip_loss(zi, zt, log_scale=math.nan), ValueError, 'log_scale'),
+    (lambda zi, zt: siglip_loss(zi, zt, bias=torch.tensor([1.0, 2.0])), TypeError, 'bias must be a number'),
+    (lambda zi, zt: siglip_loss(zi, zt, bias=torch.tensor(math.inf)), ValueError, 'bias must be finite'),
+    (lambda zi, zt: siglip_loss(zi, zt, bias=torch.tensor(1)), TypeError, 'bias must be a number'),
+    (lambda zi, zt: siglip_loss(zi, zt, bias='-10'), TypeError, 'bias'),
+    (lambda zi, zt: siglip_loss(zi, zt, caption_ids=torch.arange(3)), ValueError, 'caption_ids has 3 entries'),
+    (lambda zi, zt: siglip_loss(zi, zt, caption_ids=torch.ones(7, dtype=torch.bool)), TypeError, 'caption_ids'),
+    (lambda zi, zt: siglip_loss(zi.long(), zt), TypeError, 'image_embeddings must be floating point'),
+    (lambda zi, zt: prior_bias(1), ValueError, 'batch_size'),
+    (lambda zi, zt: SigLIPLoss(bias=math.inf), ValueError, 'bias'),
+])
+def test_siglip_bad_inputs(call, error, match):
+    zi, zt = pairs()
+    with pytest.raises(error, match=match): call(zi, zt)
