@@ -423,7 +423,7 @@ def matryoshka_loss(
         raise ValueError(f"dims must be increasing (nested prefixes), got {dims}")
     weights = [1.0] * len(dims) if weights is None else weights
     if not isinstance(weights, (list, tuple)) or len(weights) != len(dims):
-        raise ValueError(f"weights must be a tuple of {len(dims)} numbers, one per prefix, "
+        raise ValueError(f"weights must be a tuple of {len(dims)} numbers, one per prefix in dims, "
                          f"got {weights!r}")
     weights = [check_number(w, 'weights', low=0.0) for w in weights]
     loss = mnrl_loss if loss is None else loss
