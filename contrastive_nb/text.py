@@ -405,6 +405,19 @@ def mnrl_loss(
     return reduce_loss(floor_at_zero(F.cross_entropy(logits, target, reduction='none')), reduction)
 
 # %% ../nbs/11_text_retrieval.ipynb #303bd925
+def _check_prefix_dims(
+    dims, # nested prefix lengths
+    name: str, # the argument's name, for the message
+    width: int | None = None, # the embedding's width, the longest allowed prefix (None: any)
+) -> tuple[int, ...]: # the lengths as ints
+    "Nested prefix lengths: a non-empty tuple of increasing ints in [1, width]."
+    if not isinstance(dims, (list, tuple)) or not dims:
+        raise TypeError(f"{name} must be a non-empty tuple of prefix lengths, got {dims!r}")
+    dims = tuple(check_int(m, name, 1, width) for m in dims)
+    if any(a >= b for a, b in zip(dims, dims[1:])):
+        raise ValueError(f"{name} must be increasing (nested prefixes), got {list(dims)}")
+    return dims
+
 def matryoshka_loss(
     anchors: Tensor, # (N, D) anchor embeddings
     positives: Tensor, # (N, D) row i is anchor i's positive
@@ -416,11 +429,7 @@ def matryoshka_loss(
     "Matryoshka loss: the loss summed over nested prefixes of the embeddings, each re-normalised."
     check_tensor(anchors, 'anchors', ndim=2, dtype='float', nonempty=True)
     check_tensor(positives, 'positives', ndim=2, dtype='float', nonempty=True)
-    if not isinstance(dims, (list, tuple)) or not dims:
-        raise TypeError(f"dims must be a non-empty tuple of prefix lengths, got {dims!r}")
-    dims = [check_int(m, 'dims', 1, anchors.shape[1]) for m in dims]
-    if any(a >= b for a, b in zip(dims, dims[1:])):
-        raise ValueError(f"dims must be increasing (nested prefixes), got {dims}")
+    dims = _check_prefix_dims(dims, 'dims', anchors.shape[1])
     weights = [1.0] * len(dims) if weights is None else weights
     if not isinstance(weights, (list, tuple)) or len(weights) != len(dims):
         raise ValueError(f"weights must be a tuple of {len(dims)} numbers, one per prefix in dims, "
@@ -459,14 +468,20 @@ class TextPairOptions(MethodOptions):
     scale: float = 20.0 # 'mnrl': logit scale, τ = 1 / scale
     temperature: float = 0.05 # 'supcon': τ
     mask_false_negatives: bool = True # 'mnrl': mask other pairs with the anchor's label
+    matryoshka_dims: tuple[int, ...] | None = None # 'mnrl': sum it over these nested prefixes
 
     def __post_init__(self):
-        positive = dict(low=0.0, low_open=True)
+        positive, dims = dict(low=0.0, low_open=True), self.matryoshka_dims
         self._store(loss=check_choice(self.loss, 'loss', TEXT_LOSSES),
                     scale=check_number(self.scale, 'scale', **positive),
                     temperature=check_number(self.temperature, 'temperature', **positive),
                     mask_false_negatives=check_bool(self.mask_false_negatives,
-                                                    'mask_false_negatives'))
+                                                    'mask_false_negatives'),
+                    matryoshka_dims=None if dims is None else _check_prefix_dims(
+                        dims, 'matryoshka_dims'))
+        if dims is not None and self.loss != 'mnrl':
+            raise ValueError(f"matryoshka_dims needs loss='mnrl' (`matryoshka_loss` around "
+                             f"`mnrl_loss`), got loss={self.loss!r}")
 
 # %% ../nbs/11_text_retrieval.ipynb #500721d0
 class TextPairs(ContrastiveMethod):
@@ -487,6 +502,10 @@ class TextPairs(ContrastiveMethod):
         self.encoder, self._ids = encoder, [encoder.featurize([t])[0] for t in texts]
         self.options = check_options(TextPairOptions() if options is None else options,
                                      TextPairOptions)
+        dims, width = self.options.matryoshka_dims, encoder.config['out_dim']
+        if dims is not None and dims[-1] > width:
+            raise ValueError(f"matryoshka_dims {dims} reaches beyond the encoder's {width} "
+                             "output dimensions: the longest prefix is at most out_dim")
 
     def embed_rows(self,
                    rows: Tensor, # (n,) int64 rows of the training texts
@@ -512,9 +531,13 @@ class TextPairs(ContrastiveMethod):
             return supcon_loss(self.embed_rows(rows), self.labels[rows], o.temperature)
         z = self.embed_rows(rows).split(len(batch.views[0]))
         mask = o.mask_false_negatives
+        labels = self.labels[batch.views[0]] if mask else None
         hard_labels = self.labels[batch.views[2]] if mask and len(z) > 2 else None
-        return mnrl_loss(z[0], z[1], self.labels[batch.views[0]] if mask else None, o.scale,
-                         z[2] if len(z) > 2 else None, hard_labels)
+        def pair_loss(a: Tensor, p: Tensor) -> Tensor:  # hard negatives cut to a's length
+            hard = z[2][:, :a.shape[1]] if len(z) > 2 else None
+            return mnrl_loss(a, p, labels, o.scale, hard, hard_labels)
+        if o.matryoshka_dims is None: return pair_loss(z[0], z[1])
+        return matryoshka_loss(z[0], z[1], o.matryoshka_dims, loss=pair_loss)
 
 # %% ../nbs/11_text_retrieval.ipynb #87a527c2
 def _hardest_negatives(method: TextPairs) -> Tensor: # (N, 5) rows, the hardest first
@@ -539,6 +562,7 @@ def train_text_encoder(
     temperature: float = 0.05, # 'supcon': τ
     mask_false_negatives: bool = True, # 'mnrl': mask other pairs with the anchor's label
     hard_negatives: bool = False, # 'mnrl': add each anchor's mined (label-checked) negative
+    matryoshka_dims: Sequence[int] | None = None, # 'mnrl': nested prefixes (`matryoshka_loss`)
     seed: int = 0, # initial weights, batches and positives
     encoder: TextEncoder | None = None, # trained in place; None: a new `TextEncoder()`
     progress: bool = False, # show a progress bar
@@ -546,7 +570,8 @@ def train_text_encoder(
     "Train a `TextEncoder` so texts with one label embed close together and others apart."
     texts = _check_texts(texts)
     labels = _check_labels(labels, len(texts), 'labels')
-    options = TextPairOptions(loss, scale, temperature, mask_false_negatives)  # checks them
+    options = TextPairOptions(loss, scale, temperature, mask_false_negatives,  # checks them
+                              matryoshka_dims)
     epochs = check_positive_int(epochs, 'epochs')
     batch_size = check_positive_int(batch_size, 'batch_size')
     lr = check_number(lr, 'lr', low=0.0, low_open=True)

@@ -663,3 +663,71 @@ def test_matryoshka_loss_takes_another_loss():
 def test_matryoshka_bad_inputs(kwargs, error, match):
     a, p = torch.randn(5, 8), torch.randn(5, 8)
     with pytest.raises(error, match=match): T.matryoshka_loss(a, p, **kwargs)
+
+
+# --- Matryoshka training: the method's option matryoshka_dims ----------------------------------------------
+
+MRL_TEXTS = ['refund my order', 'money back please', 'reset password', 'forgot my password',
+             'app crashes on start', 'the app quits']
+MRL_LABELS = torch.tensor([0, 0, 1, 1, 2, 2])
+
+@pytest.mark.parametrize('mask', [True, False])
+def test_matryoshka_option_sums_the_prefix_losses(mask):
+    from contrastive_nb.methods import Batch
+    torch.manual_seed(0)
+    enc = T.TextEncoder(n_buckets=512, dim=16, hidden=16, out_dim=8)
+    options = T.TextPairOptions(scale=10.0, mask_false_negatives=mask, matryoshka_dims=[2, 4, 8])
+    assert options.matryoshka_dims == (2, 4, 8)  # a list (a TOML array) becomes a tuple
+    method = T.TextPairs(enc, MRL_TEXTS, MRL_LABELS, options)
+    a, p, h = torch.tensor([0, 2, 4]), torch.tensor([1, 3, 5]), torch.tensor([2, 4, 0])
+    z = enc(*enc.featurize(MRL_TEXTS))  # raw embeddings; every loss re-normalises its prefix
+    lab = lambda rows: MRL_LABELS[rows] if mask else None
+    for views, hard in (([a, p], None), ([a, p, h], h)):
+        got = method.loss(Batch(views, a, MRL_LABELS[a], None))
+        want = sum(T.mnrl_loss(z[a, :m], z[p, :m], lab(a), 10.0,
+                               None if hard is None else z[hard, :m], None if hard is None else lab(hard))
+                   for m in (2, 4, 8))
+        assert torch.isclose(got, want, rtol=1e-5)
+        # one prefix of full width is the plain method
+        full = T.TextPairs(enc, MRL_TEXTS, MRL_LABELS, T.TextPairOptions(
+            scale=10.0, mask_false_negatives=mask, matryoshka_dims=(8,)))
+        plain = T.TextPairs(enc, MRL_TEXTS, MRL_LABELS, T.TextPairOptions(
+            scale=10.0, mask_false_negatives=mask))
+        batch = Batch(views, a, MRL_LABELS[a], None)
+        assert torch.isclose(full.loss(batch), plain.loss(batch), rtol=1e-5)
+
+def test_train_text_encoder_passes_matryoshka_dims(tickets):
+    index = {p: i for i, p in enumerate(sorted(tickets.problem_id.unique()))}
+    few = tickets[tickets.problem_id.isin(['P001', 'P013', 'P042', 'P047'])]
+    texts, labels = list(few.text), labels_of(few, index)
+    def train(**options):
+        torch.manual_seed(0)
+        enc = T.TextEncoder(n_buckets=2**10, dim=16, hidden=16, out_dim=16)
+        return T.train_text_encoder(texts, labels, epochs=2, batch_size=8, seed=0, encoder=enc,
+                                    **options)[1]
+    plain, full, nested = train(), train(matryoshka_dims=(16,)), train(matryoshka_dims=(4, 16))
+    assert np.allclose(full, plain, rtol=1e-4, atol=1e-6)  # one prefix of full width: the plain loss
+    assert nested[0] > plain[0] + 0.5  # the same first batch, plus the loss of the 4-prefix
+    assert all(math.isfinite(v) for v in nested)
+
+@pytest.mark.parametrize('options, error, match', [
+    (dict(matryoshka_dims=(8, 4)), ValueError, 'matryoshka_dims must be increasing'),
+    (dict(matryoshka_dims=(0, 8)), ValueError, 'matryoshka_dims must lie in'),
+    (dict(matryoshka_dims=(4.0, 8)), TypeError, 'matryoshka_dims must be an int'),
+    (dict(matryoshka_dims=(True, 8)), TypeError, 'matryoshka_dims must be an int'),
+    (dict(matryoshka_dims=8), TypeError, 'matryoshka_dims must be a non-empty tuple'),
+    (dict(matryoshka_dims=()), TypeError, 'matryoshka_dims must be a non-empty tuple'),
+    (dict(matryoshka_dims=(8,), loss='supcon'), ValueError, "matryoshka_dims needs loss='mnrl'"),
+])
+def test_matryoshka_option_bad_values(options, error, match):
+    with pytest.raises(error, match=match): T.TextPairOptions(**options)
+
+def test_matryoshka_dims_longer_than_the_encoder():
+    torch.manual_seed(0)
+    enc = T.TextEncoder(n_buckets=512, dim=16, hidden=16, out_dim=8)
+    with pytest.raises(ValueError, match=r"matryoshka_dims \(4, 16\) reaches beyond .* 8 output"):
+        T.TextPairs(enc, MRL_TEXTS, MRL_LABELS, T.TextPairOptions(matryoshka_dims=(4, 16)))
+    with pytest.raises(ValueError, match='matryoshka_dims'):
+        T.train_text_encoder(MRL_TEXTS, MRL_LABELS, batch_size=2, encoder=enc, matryoshka_dims=(32,))
+    with pytest.raises(ValueError, match='matryoshka_dims'):  # the default encoder has 128 outputs
+        T.train_text_encoder(MRL_TEXTS, MRL_LABELS, batch_size=2, matryoshka_dims=(8, 256))
