@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from contrastive_nb.clip import (CLIP, TinyCLIP, SigLIPLoss, caption_ids, class_embeddings, class_prompts,
-                                 crop_views, describe, factor_labels, prior_bias, recall_at_k, siglip_loss,
+from contrastive_nb.clip import (CLIP, SigLIP, SigLIPOptions, TinyCLIP, caption_ids, class_embeddings,
+                                 class_prompts, crop_views, describe, factor_labels, prior_bias, recall_at_k,
                                  zero_shot_predict)
 from contrastive_nb.data import make_shapes
 from contrastive_nb.evaluate import embed
@@ -34,16 +34,6 @@ from contrastive_nb.methods import Batch
 FULL = ('colour', 'shape', 'position')
 FACTORS = ('shape', 'colour', 'position')
 
-class SigLIP(CLIP):
-    "CLIP's two towers trained with the sigmoid loss; its t' and b are parameters of the method."
-    def __init__(self, model: TinyCLIP, bias: float = -10.0):
-        super().__init__(model)
-        self.sigmoid = SigLIPLoss(bias=bias)
-
-    def loss(self, batch: Batch) -> torch.Tensor:
-        z_image, z_text = self.model(batch.views[0], batch.texts)
-        return siglip_loss(z_image, z_text, self.sigmoid.log_scale, self.sigmoid.bias, batch.labels)
-
 def arms(batches: list[int]) -> list[tuple[str, int]]:
     "(loss, batch) of every arm: both losses at every batch; the prior-bias arm at the extremes."
     out = [(loss, b) for b in batches for loss in ('clip', 'siglip')]
@@ -53,8 +43,8 @@ def train(loss: str, batch: int, data, epochs: int, lr: float, seed: int, width:
     "One run: the arm's method over `epochs` passes of crop views and their captions; the model and its seconds."
     torch.manual_seed(seed)
     model = TinyCLIP(width=width, blocks=3, embed_dim=64)
-    method = (CLIP(model) if loss == 'clip' else
-              SigLIP(model, prior_bias(batch) if loss == 'siglip, prior bias' else -10.0))
+    method = (CLIP(model) if loss == 'clip' else  # the library's SigLIP: t' and b are its parameters
+              SigLIP(model, SigLIPOptions(bias=prior_bias(batch) if loss == 'siglip, prior bias' else -10.0)))
     rng = np.random.default_rng(seed)
     def draw(index: torch.Tensor, generator: torch.Generator) -> Batch:
         images, rows = crop_views(data.images[index], data.factors.iloc[index.numpy()], generator=generator)

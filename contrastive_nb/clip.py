@@ -36,8 +36,8 @@ from .temperature import LearnableTemperature
 # %% auto #0
 __all__ = ['CAPTION_FACTORS', 'SIZE_SPLIT', 'TEMPLATES', 'VIEWS', 'factor_classes', 'factor_labels', 'describe', 'caption_ids',
            'class_prompts', 'CaptionTokenizer', 'CaptionEncoder', 'TinyCLIP', 'clip_loss', 'prior_bias', 'siglip_loss',
-           'SigLIPLoss', 'crop_views', 'CLIPOptions', 'CLIP', 'train_clip', 'class_embeddings', 'zero_shot_predict',
-           'recall_at_k']
+           'SigLIPLoss', 'crop_views', 'CLIPOptions', 'CLIP', 'SigLIPOptions', 'SigLIP', 'train_clip',
+           'class_embeddings', 'zero_shot_predict', 'recall_at_k']
 
 # %% ../nbs/12_clip.ipynb #52016b0a
 CAPTION_FACTORS = ('size', 'colour', 'shape', 'position')
@@ -462,6 +462,40 @@ class CLIP(ContrastiveMethod):
     def after_step(self) -> None:
         self.model.temperature.clamp_()  # Adam may step past the bound: back inside it
 
+# %% ../nbs/12_clip.ipynb #e72ffb85
+@dataclasses.dataclass(frozen=True)
+class SigLIPOptions(MethodOptions):
+    "The SigLIP method's own settings."
+    log_scale: float = math.log(10) # t′ at the start: cosines are scaled by exp(t′)
+    bias: float = -10.0 # b at the start (the paper's); `prior_bias(batch_size)` is the other start
+    mask_duplicates: bool = True # captions of one meaning (equal labels) are left out of the sum
+
+    def __post_init__(self):
+        self._store(log_scale=check_number(self.log_scale, 'log_scale', high=math.log(1e4)),
+                    bias=check_number(self.bias, 'bias'),
+                    mask_duplicates=check_bool(self.mask_duplicates, 'mask_duplicates'))
+
+class SigLIP(ContrastiveMethod):
+    "SigLIP (Zhai et al. 2023): `siglip_loss` between each source's view and its caption (`texts`)."
+    Options, n_views = SigLIPOptions, 1
+
+    def __init__(self,
+                 model: TinyCLIP, # the two towers, trained in place (their τ is not used)
+                 options: SigLIPOptions | None = None, # its settings (None: the paper's start)
+                ):
+        super().__init__()
+        if not isinstance(model, TinyCLIP):
+            raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
+        self.model = model
+        self.options = check_options(SigLIPOptions() if options is None else options, SigLIPOptions)
+        device = next(model.parameters()).device
+        self.sigmoid = SigLIPLoss(self.options.log_scale, self.options.bias).to(device)  # trained
+
+    def loss(self, batch: Batch) -> Tensor:
+        if batch.texts is None: raise ValueError("SigLIP needs batch.texts: a caption per source")
+        z_image, z_text = self.model(batch.views[0], batch.texts)
+        return self.sigmoid(z_image, z_text, batch.labels if self.options.mask_duplicates else None)
+
 # %% ../nbs/12_clip.ipynb #9bcf4f67
 def train_clip(
     model: TinyCLIP, # the two towers and the learnable τ
@@ -474,11 +508,13 @@ def train_clip(
     lr: float = 2e-3, # Adam's learning rate
     weight_decay: float = 1e-5, # Adam's weight decay
     mask_duplicates: bool = True, # captions of the same meaning are not each other's negatives
+    loss: str = 'clip', # 'clip' (`clip_loss`, τ learnt) or 'siglip' (`siglip_loss`, t′ and b)
+    bias: float | None = None, # SigLIP's b at the start (None: the paper's −10)
     templates: Sequence[str] | None = None, # paraphrases of the captions (None: `TEMPLATES`)
     seed: int = 0, # shuffling, views and templates are reproducible from it
     progress: bool = True, # show a progress bar
-) -> pd.DataFrame: # one row per step: epoch, step, loss, temperature
-    "Train both towers and τ with `clip_loss` on (view, caption) pairs; τ is clamped every step."
+) -> pd.DataFrame: # one row per step: epoch, step, loss, temperature (SigLIP: and bias)
+    "Train both towers on (view, caption) pairs: `clip_loss` and τ, or `siglip_loss`, t′ and b."
     if not isinstance(model, TinyCLIP):
         raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
     images = check_image_batch(images)
@@ -495,8 +531,14 @@ def train_clip(
     lr = check_number(lr, 'lr', low=0.0, low_open=True)
     weight_decay = check_number(weight_decay, 'weight_decay', low=0.0)
     check_bool(mask_duplicates, 'mask_duplicates')
+    loss = check_choice(loss, 'loss', ('clip', 'siglip'))
+    if bias is not None and loss != 'siglip':
+        raise ValueError(f"bias sets SigLIP's start: it needs loss='siglip', got loss={loss!r}")
     seed = check_seed(seed)
-    method, device = CLIP(model, CLIPOptions(mask_duplicates)), next(model.parameters()).device
+    if loss == 'clip': method = CLIP(model, CLIPOptions(mask_duplicates))
+    else: method = SigLIP(model, SigLIPOptions(bias=-10.0 if bias is None else bias,
+                                               mask_duplicates=mask_duplicates))
+    device = next(model.parameters()).device
     rng = np.random.default_rng(seed)  # the templates' draws (the views use the run's generator)
     def draw(index: Tensor, generator: torch.Generator) -> Batch:
         batch, rows = images[index], factors.iloc[index.cpu().numpy()]
@@ -505,13 +547,17 @@ def train_clip(
             batch = augment_batch(batch, views, generator)  # the captions may now be false
         return Batch([batch.to(device)], index, caption_ids(rows, detail).to(device), generator,
                      texts=describe(rows, detail, templates, rng))
-    taus = []
-    def record(step: int) -> None: taus.append(model.temperature.temperature.item())  # clamped
+    taus, biases = [], []
+    def record(step: int) -> None:  # CLIP's τ after its clamp; SigLIP's 1 / exp(t′) and b
+        if loss == 'clip': return taus.append(model.temperature.temperature.item())
+        taus.append(math.exp(-method.sigmoid.log_scale.item()))
+        biases.append(method.sigmoid.bias.item())
     history = train_method(method, images, epochs=epochs, batch_size=batch_size, lr=lr,
-                           weight_decay=weight_decay, seed=seed, progress=progress, desc='CLIP',
-                           draw=draw, callback=record)
+                           weight_decay=weight_decay, seed=seed, progress=progress,
+                           desc=loss.upper(), draw=draw, callback=record)
     model.eval()
-    return history.assign(temperature=taus)
+    history = history.assign(temperature=taus)
+    return history if loss == 'clip' else history.assign(bias=biases)
 
 
 # %% ../nbs/12_clip.ipynb #417c5c61

@@ -20,9 +20,10 @@ def cases():
     prompts = c.class_prompts('colour', c.TEMPLATES[:2])
     ids = torch.tensor([0, 1, 0, 2, 3, 1])
 
-    def train_clip(images, factors, detail, views, epochs, batch_size, lr, weight_decay, seed):
+    def train_clip(images, factors, detail, views, epochs, batch_size, lr, weight_decay, seed, loss='clip',
+                   bias=None):
         return c.train_clip(model(), images, factors, detail, views, epochs, batch_size, lr, weight_decay,
-                            seed=seed, progress=False)
+                            loss=loss, bias=bias, seed=seed, progress=False)
 
     return {
         'factor_classes': [Case(c.factor_classes, dict(factor='shape'), choices=('factor',))],
@@ -67,7 +68,10 @@ def cases():
                                                generator=gen()), deterministic=False)],
         'train_clip': [Case(train_clip, dict(images=data.images, factors=data.factors, detail=('colour', 'shape'),
                                              views='crop', epochs=1, batch_size=4, lr=1e-3, weight_decay=1e-5,
-                                             seed=0), choices=('views',))],
+                                             seed=0), choices=('views',)),
+                       Case(train_clip, dict(images=data.images, factors=data.factors, detail=('shape',), views='none',
+                                             epochs=1, batch_size=4, lr=1e-3, weight_decay=1e-5, seed=0,
+                                             loss='siglip', bias=-2.0), 'siglip', choices=('views', 'loss'))],
         'CLIPOptions': [Case(c.CLIPOptions, dict(mask_duplicates=True))],
         'CLIP': [Case(lambda model, mask_duplicates: c.CLIP(model, c.CLIPOptions(mask_duplicates)),
                       dict(model=trained, mask_duplicates=False)),
@@ -75,6 +79,14 @@ def cases():
                           _mod('methods').Batch([view], torch.arange(4), ids[:4], gen(), texts=texts)),
                       dict(view=images(), texts=captions), 'loss', fixed=('texts',),
                       aliases={'view': ('x', 'images', 'image_embeddings', 'h')})],
+        'SigLIPOptions': [Case(c.SigLIPOptions, dict(log_scale=2.3, bias=-10.0, mask_duplicates=True))],
+        'SigLIP': [Case(lambda model, bias, mask_duplicates: c.SigLIP(model, c.SigLIPOptions(
+                            bias=bias, mask_duplicates=mask_duplicates)),
+                        dict(model=trained, bias=-5.0, mask_duplicates=False)),
+                   Case(lambda view, texts: c.SigLIP(model()).loss(
+                            _mod('methods').Batch([view], torch.arange(4), ids[:4], gen(), texts=texts)),
+                        dict(view=images(), texts=captions), 'loss', fixed=('texts',),
+                        aliases={'view': ('x', 'images', 'image_embeddings', 'h')})],
         'class_embeddings': [Case(c.class_embeddings, dict(model=trained, prompts=prompts))],
         'zero_shot_predict': [Case(c.zero_shot_predict, dict(image_embeddings=feats(), class_embeddings=feats(3)))],
         'recall_at_k': [Case(c.recall_at_k, dict(queries=feats(), keys=feats(seed=1), query_ids=ids,
