@@ -25,6 +25,9 @@ NBS = Path(__file__).resolve().parent.parent / 'nbs'
 # notebooks), so 3 886 s in all. Lesson 13 then took about 300 s of the same kind of machine (2026-12-04, idle),
 # the rest of the budget: its share is below, and the others were scaled down in proportion (to the nearest half
 # percent; lesson 11 grew a little with hybrid search).
+# Measured again on 2026-12-04 with lesson 13 in (fresh clone of 1dbeed3, idle): 3 239 s (3 079 s of notebooks,
+# site 29 s). That machine ran lessons 07 and 08, unchanged since 12-03, in 0.85 x their 12-03 times (7.0 against
+# 8.2 min, 8.2 against 9.7), so in 12-03 seconds about 3 810 s: 1.37 x the time before, under the 1.4 x.
 BUDGET_SHARE = {'00_data': 1, '01_pairs': 1, '02_similarity': 0.5, '03_infonce': 8.5, '04_temperature': 6.5,
                 '05_memory_bank': 7, '06_moco': 9.5, '07_hard_negatives': 14, '08_debiased': 16,
                 '09_training': 3, '10_distributed': 10.5, '11_text_retrieval': 4.5, '12_clip': 6.5,
