@@ -7,21 +7,29 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/experiments.html.md"""
 # %% ../nbs/experiments.ipynb #6f894ce1
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 from scipy import stats
+from torch import Tensor, nn
+from tqdm.auto import tqdm
 
-from ._checks import check_number, check_path
+from ._checks import check_number, check_path, check_positive_int
 
 # %% auto #0
-__all__ = ['CLAIMS_MIME', 'PairedDifference', 'paired_difference', 'Claim', 'claims_markdown', 'ClaimsOutput', 'show_claims',
-           'read_claims', 'read_course_claims']
+__all__ = ['CLAIMS_MIME', 'SHARED_RUNS_VARIABLE', 'PairedDifference', 'paired_difference', 'Claim', 'claims_markdown',
+           'ClaimsOutput', 'show_claims', 'read_claims', 'read_course_claims', 'map_runs', 'run_fingerprint',
+           'shared_run']
 
 # %% ../nbs/experiments.ipynb #245f94ba
 @dataclass(frozen=True)
@@ -180,3 +188,121 @@ def read_course_claims(
     lessons = sorted(p for p in folder.glob('[0-9][0-9]_*.ipynb'))
     if not lessons: raise ValueError(f"nbs {folder} holds no lesson notebook (NN_name.ipynb)")
     return [claim for lesson in lessons for claim in read_claims(lesson)]
+
+# %% ../nbs/experiments.ipynb #743df46e
+def _fork_available() -> bool:
+    "Whether worker processes can be forked (Linux; not Windows, not a frozen macOS default)."
+    return 'fork' in multiprocessing.get_all_start_methods()
+
+def _one_thread_call(fn: Callable, job: tuple):
+    "fn(*job) at one thread (a worker's setting, also used when there is no worker)."
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try: return fn(*job)
+    except Exception as e:
+        name = getattr(fn, '__name__', fn)
+        raise RuntimeError(f"{name}{job!r} failed: {type(e).__name__}: {e}") from e
+    finally: torch.set_num_threads(threads)
+
+_WORK: list = []  # (fn,) of the running map_runs: a forked worker finds it here, nothing is pickled
+
+def _worker(item: tuple[int, tuple]) -> tuple[int, object]:
+    index, job = item
+    return index, _one_thread_call(_WORK[0], job)
+
+# %% ../nbs/experiments.ipynb #d3d8f10f
+def map_runs(
+    fn: Callable, # one run: fn(*job) -> its result (picklable: numbers, frames, tensors, modules)
+    jobs: Sequence[tuple], # the arguments of each run
+    processes: int | None = None, # worker processes (default: the cores this process may use)
+    desc: str = 'runs', # the progress bar's label
+    progress: bool = True, # show a progress bar
+) -> list: # fn(*job) for each job, in the order of `jobs`
+    "Run fn on every job, each at one thread, in parallel worker processes when the machine allows."
+    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    jobs = list(jobs)
+    bad = [j for j in jobs if not isinstance(j, tuple)]
+    if bad:
+        raise TypeError("jobs must be tuples of arguments, "
+                        f"got {type(bad[0]).__name__}: {bad[0]!r}")
+    if processes is None:  # the cores this process may run on
+        processes = (len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity')
+                     else os.cpu_count() or 1)
+    processes = min(check_positive_int(processes, 'processes'), max(1, len(jobs)))
+    bar = tqdm(total=len(jobs), desc=desc, disable=not progress, mininterval=5)
+    results: list = [None] * len(jobs)
+    try:
+        if processes == 1 or not _fork_available():
+            for i, job in enumerate(jobs):
+                results[i] = _one_thread_call(fn, job)
+                bar.update()
+            return results
+        _WORK[:] = [fn]
+        with multiprocessing.get_context('fork').Pool(processes) as pool:
+            for i, result in pool.imap_unordered(_worker, enumerate(jobs)):
+                results[i] = result
+                bar.update()
+        return results
+    finally:
+        _WORK.clear()
+        bar.close()
+
+# %% ../nbs/experiments.ipynb #c2cf43ac
+SHARED_RUNS_VARIABLE = 'CONTRASTIVE_NB_SHARED_RUNS'  # the folder where shared_run keeps results
+
+def _fingerprint(value, h) -> None:
+    "Feed a value's identity to the hash `h`, by value; refuse what cannot be identified."
+    if isinstance(value, Tensor):
+        data = value.detach().cpu().contiguous().reshape(-1)
+        h.update(f'T{value.dtype}{tuple(value.shape)}{value.device.type}'.encode())
+        h.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b'')
+    elif isinstance(value, nn.Module):
+        kind = f'{type(value).__module__}.{type(value).__qualname__}'
+        h.update(f'M{kind}{value!r}{value.training}'.encode())
+        _fingerprint(value.state_dict(), h)
+    elif isinstance(value, dict):
+        h.update(f'D{len(value)}'.encode())
+        for k, v in value.items(): _fingerprint(k, h); _fingerprint(v, h)
+    elif isinstance(value, (list, tuple)):
+        h.update(f'L{type(value).__name__}{len(value)}'.encode())
+        for v in value: _fingerprint(v, h)
+    elif value is None or isinstance(value, (bool, int, float, str)) or is_dataclass(value):
+        h.update(f'V{type(value).__qualname__}{value!r}'.encode())
+    elif callable(value) and '<' not in getattr(value, '__qualname__', '<'):
+        h.update(f'F{value.__module__}.{value.__qualname__}'.encode())
+    else:
+        raise TypeError(f"shared_run cannot fingerprint a {type(value).__name__} ({value!r:.60}): "
+                        "pass tensors, modules, numbers, strings, dataclasses, named functions, "
+                        "or lists and dicts of them")
+
+def run_fingerprint(fn: Callable, *args, **kwargs) -> str:
+    "A hex digest of fn, its arguments by value, torch's version and the thread count."
+    try: signature = inspect.signature(fn)
+    except (TypeError, ValueError): signature = None  # some builtins have none
+    if signature is not None:  # f(x, 2) and f(x, scale=2) are one run; so is an omitted default
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        args, kwargs = (), bound.arguments
+    h = hashlib.sha256(f'{torch.__version__} threads={torch.get_num_threads()}'.encode())
+    for part in (fn, args, dict(sorted(kwargs.items()))): _fingerprint(part, h)
+    return h.hexdigest()
+
+# %% ../nbs/experiments.ipynb #c1586f75
+def shared_run(
+    fn: Callable, # a named function of its arguments alone; it must not change them in place
+    *args, # its arguments (by value: see run_fingerprint)
+    **kwargs,
+): # fn(*args, **kwargs), computed here or loaded from an earlier call with equal arguments
+    "fn(*args, **kwargs), once per course run when $CONTRASTIVE_NB_SHARED_RUNS names a folder."
+    folder = os.environ.get(SHARED_RUNS_VARIABLE)
+    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    key = run_fingerprint(fn, *args, **kwargs)  # refuses what it cannot identify, shared or not
+    if not folder: return fn(*args, **kwargs)
+    path = Path(folder) / f'{key}.pt'
+    if path.exists(): return torch.load(path, weights_only=True)
+    result = fn(*args, **kwargs)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f'.{os.getpid()}.part')  # a reader never sees half a file
+    torch.save(result, partial)
+    os.replace(partial, path)
+    return result

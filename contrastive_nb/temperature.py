@@ -7,15 +7,19 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/temperature.html.md"""
 # %% ../nbs/04_temperature.ipynb #72643583
 from __future__ import annotations
 
+import copy
 import math
+import time
 
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_number, check_temperature, check_tensor
+from ._checks import check_number, check_positive_int, check_temperature, check_tensor
+from .augment import AugmentationPolicy
+from .infonce import train_simclr
 
 # %% auto #0
-__all__ = ['negative_gradient_shares', 'hardest_negative_share', 'LearnableTemperature']
+__all__ = ['negative_gradient_shares', 'hardest_negative_share', 'LearnableTemperature', 'simclr_states']
 
 # %% ../nbs/04_temperature.ipynb #b444dec5
 def _candidates(similarities) -> Tensor:
@@ -168,3 +172,31 @@ class LearnableTemperature(nn.Module):
     def extra_repr(self) -> str:
         return (f"temperature={self.temperature.item():.4g}, "
                 f"scale in [{self.min_scale:g}, {self.max_scale:g}]")
+
+# %% ../nbs/04_temperature.ipynb #a16e6390
+def _states(*modules: nn.Module) -> list[dict[str, Tensor]]:
+    return [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in modules]
+
+def simclr_states(
+    encoder: nn.Module, # maps images to features; left untouched (a copy is trained)
+    head: nn.Module, # the projection head; left untouched
+    images: Tensor, # (N, 3, H, W) training images
+    policy: AugmentationPolicy, # how each of the two views is drawn
+    epochs: int, # passes over the images
+    batch_size: int, # sources per step
+    temperature: float, # NT-Xent's τ
+    lr: float = 1e-3, # Adam's learning rate
+    seed: int = 0, # shuffling and augmentation
+) -> dict: # 'encoder', 'head': final states; 'middle': both halfway; 'loss': per step; 'seconds'
+    "SimCLR-train copies of `encoder` and `head`; their states halfway and at the end; the losses."
+    start = time.perf_counter()
+    encoder, head = copy.deepcopy(encoder), copy.deepcopy(head)
+    steps = epochs * max(1, len(images) // check_positive_int(batch_size, 'batch_size'))
+    middle = dict(zip(('encoder', 'head'), _states(encoder, head)))  # kept if steps // 2 == 0
+    def keep(step: int) -> None:  # after `step + 1` updates
+        if step + 1 == steps // 2: middle.update(zip(('encoder', 'head'), _states(encoder, head)))
+    history = train_simclr(encoder, head, images, policy, epochs, batch_size,
+                           temperature=temperature, lr=lr, seed=seed, progress=False, callback=keep)
+    final = dict(zip(('encoder', 'head'), _states(encoder, head)))
+    return {**final, 'middle': middle, 'loss': torch.tensor(history.loss.values),
+            'seconds': time.perf_counter() - start}  # the training's time, wherever it is loaded

@@ -5,7 +5,7 @@ Usage: python scripts/run_lessons.py [NOTEBOOK ...] (default: all of nbs/).
 A lesson that fails is reported (its outputs up to the failing cell are saved) and the others still run; the exit
 status is 1 when any failed.
 """
-import os, subprocess, sys, time
+import os, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import nbformat
@@ -68,10 +68,15 @@ def main(paths: list[str]) -> int:
     notebooks = ([Path(p).resolve() for p in paths] or
                  sorted(p for p in NBS.glob('*.ipynb') if not p.name.startswith('_')))
     failed, seconds = [], {}
-    for nb in notebooks:
-        seconds[nb.stem], error = run(nb)
-        print(f'{nb.name}: {seconds[nb.stem]:.0f} s' + (f'  FAILED: {error}' if error else ''), flush=True)
-        if error: failed.append(nb.name)
+    # Lessons 04, 07 and 08 train the same SimCLR runs: shared_run (the experiments page) keeps each result in this
+    # folder, made afresh for this run (the package cannot change under it) and removed at the end.
+    with tempfile.TemporaryDirectory(prefix='contrastive_nb_runs_') as shared:
+        os.environ['CONTRASTIVE_NB_SHARED_RUNS'] = shared  # the kernels inherit it
+        for nb in notebooks:
+            seconds[nb.stem], error = run(nb)
+            print(f'{nb.name}: {seconds[nb.stem]:.0f} s' + (f'  FAILED: {error}' if error else ''), flush=True)
+            if error: failed.append(nb.name)
+        os.environ.pop('CONTRASTIVE_NB_SHARED_RUNS')
     if not paths: print(budget_table(seconds), flush=True)  # shares mean something for the whole run
     clean = str(Path(sys.executable).parent / 'nbdev-clean')
     for nb in notebooks: subprocess.run([clean, '--fname', str(nb)], check=True, cwd=NBS.parent)
