@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from scipy import stats
 from torch import Tensor, nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ._checks import check_number, check_path, check_positive_int
 
@@ -250,6 +250,14 @@ def map_runs(
 # %% ../nbs/experiments.ipynb #c2cf43ac
 SHARED_RUNS_VARIABLE = 'CONTRASTIVE_NB_SHARED_RUNS'  # the folder where shared_run keeps results
 
+def _code_fingerprint(code, h) -> None:
+    "Feed compiled code to `h` (a function without source): instructions, names, constants."
+    h.update(code.co_code)
+    h.update(repr((code.co_names, code.co_varnames)).encode())
+    for const in code.co_consts:
+        if inspect.iscode(const): _code_fingerprint(const, h)
+        else: h.update(repr(const).encode())
+
 def _fingerprint(value, h) -> None:
     "Feed a value's identity to the hash `h`, by value; refuse what cannot be identified."
     if isinstance(value, Tensor):
@@ -268,12 +276,15 @@ def _fingerprint(value, h) -> None:
         for v in value: _fingerprint(v, h)
     elif value is None or isinstance(value, (bool, int, float, str)) or is_dataclass(value):
         h.update(f'V{type(value).__qualname__}{value!r}'.encode())
-    elif callable(value) and '<' not in getattr(value, '__qualname__', '<'):
-        h.update(f'F{value.__module__}.{value.__qualname__}'.encode())
+    elif inspect.isfunction(value) and '<' not in value.__qualname__ and not value.__closure__:
+        h.update(f'F{value.__qualname__}'.encode())  # by name and source, not by module: a
+        try: h.update(inspect.getsource(value).encode())  # lesson's cell is its exported copy
+        except (OSError, TypeError): _code_fingerprint(value.__code__, h)  # no source to read
+        _fingerprint((value.__defaults__ or (), value.__kwdefaults__ or {}), h)
     else:
         raise TypeError(f"shared_run cannot fingerprint a {type(value).__name__} ({value!r:.60}): "
-                        "pass tensors, modules, numbers, strings, dataclasses, named functions, "
-                        "or lists and dicts of them")
+                        "pass tensors, modules, numbers, strings, dataclasses, named functions "
+                        "without a closure, or lists and dicts of them")
 
 def run_fingerprint(fn: Callable, *args, **kwargs) -> str:
     "A hex digest of fn, its arguments by value, torch's version and the thread count."

@@ -20,23 +20,17 @@ NBS = Path(__file__).resolve().parent.parent / 'nbs'
 # Each notebook's budget, as a share (%) of the whole run at full size. Shares, not seconds, so that the table means
 # the same on a slow machine as on a fast one. A notebook over its share is reported, not failed: timings on a shared
 # machine are noisy. Notebooks not named share what is left (the tools pages take about 3 %).
-# The whole command's budget is 1.4 x its time before issue 25. Measured on one idle 2-core machine on 2026-12-03,
-# fresh clones, set-up and site included: before (785e557) 2 776 s, after issue 25 3 588 s (1.29 x; 3 390 s of
-# notebooks), so 3 886 s in all. Lesson 13 then took about 300 s of the same kind of machine (2026-12-04, idle),
-# the rest of the budget: its share is below, and the others were scaled down in proportion (to the nearest half
-# percent; lesson 11 grew a little with hybrid search).
-# Measured again on 2026-12-04 with lesson 13 in (fresh clone of 1dbeed3, idle): 3 239 s (3 079 s of notebooks,
-# site 29 s). That machine ran lessons 07 and 08, unchanged since 12-03, in 0.85 x their 12-03 times (7.0 against
-# 8.2 min, 8.2 against 9.7), so in 12-03 seconds about 3 810 s: 1.37 x the time before, under the 1.4 x.
-# The shares below are that run's, with this session's later additions measured lesson by lesson (09's Fashion-MNIST
-# section about +68 s, 11's Matryoshka experiment about +20 s, the models page -12 s): about 3 315 s with set-up and
-# site there, 1.40 x the time before once calibrated; at the line, so a lesson that grows must take from another.
-# But the time before, measured on that same machine the same day (785e557, idle): lessons 00-11 in 1 719 s against
-# the run above's 2 576 s (1.50 x); the whole command is over the 1.4 x line there. Cut before anything grows.
-BUDGET_SHARE = {'00_data': 1, '01_pairs': 1, '02_similarity': 0.5, '03_infonce': 8, '04_temperature': 8.5,
-                '05_memory_bank': 7.5, '06_moco': 11, '07_hard_negatives': 14, '08_debiased': 16,
-                '09_training': 4.5, '10_distributed': 9, '11_text_retrieval': 3.5, '12_clip': 4.5,
-                '13_without_negatives': 8.5}
+# The whole command's budget is 1.4 x its time before issue 25 (785e557). Measured on one idle 2-core machine,
+# fresh clones, set-up and site included: before 2 097 s (2026-12-04 07:30); after, at 1dbeed3 with lesson 13, 3 239 s
+# (1.54 x, over the line). Lessons 05 and 06 then ran their grids on both cores (map_runs: a batch of 32 at 16 px
+# trains no faster on two threads than on one) and lesson 08 loaded lesson 07's SimCLR runs instead of training
+# them again (shared_run): at a46ca30, 2 691 s (2 552 s of notebooks, site 27 s), 1.28 x. Lesson 07 missed lesson
+# 04's runs there (the key named the function's module, and lesson 04 defines it in the notebook; now the key reads
+# the function's source). The shares below are that run's, lesson 07's lower by those six runs, to the half percent.
+BUDGET_SHARE = {'00_data': 1, '01_pairs': 1, '02_similarity': 1, '03_infonce': 8.5, '04_temperature': 9,
+                '05_memory_bank': 4.5, '06_moco': 6, '07_hard_negatives': 12, '08_debiased': 15,
+                '09_training': 7, '10_distributed': 10, '11_text_retrieval': 5, '12_clip': 6,
+                '13_without_negatives': 10}
 
 def run(path: Path) -> tuple[float, str | None]:
     "Execute `path` in place in its own folder; return the seconds it took and the error, if a cell failed."
