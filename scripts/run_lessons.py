@@ -26,10 +26,12 @@ NBS = Path(__file__).resolve().parent.parent / 'nbs'
 # trains no faster on two threads than on one) and lesson 08 loaded lesson 07's SimCLR runs instead of training
 # them again (shared_run): at a46ca30, 2 691 s (2 552 s of notebooks, site 27 s), 1.28 x. Lesson 07 missed lesson
 # 04's runs there (the key named the function's module, and lesson 04 defines it in the notebook; now the key reads
-# the function's source). The shares below are that run's, lesson 07's lower by those six runs, to the half percent.
+# the function's source). Lesson 12 then gained its SigLIP experiment (213 s against 147 s, measured alone, idle).
+# The shares below are that run's, lesson 07's lower by those six runs and lesson 12's higher, to the half percent:
+# about 2 700 s in all, 1.29 x.
 BUDGET_SHARE = {'00_data': 1, '01_pairs': 1, '02_similarity': 1, '03_infonce': 8.5, '04_temperature': 9,
-                '05_memory_bank': 4.5, '06_moco': 6, '07_hard_negatives': 12, '08_debiased': 15,
-                '09_training': 7, '10_distributed': 10, '11_text_retrieval': 5, '12_clip': 6,
+                '05_memory_bank': 4.5, '06_moco': 6, '07_hard_negatives': 11, '08_debiased': 15,
+                '09_training': 7, '10_distributed': 10, '11_text_retrieval': 5, '12_clip': 8.5,
                 '13_without_negatives': 10}
 
 def run(path: Path) -> tuple[float, str | None]:
