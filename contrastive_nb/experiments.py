@@ -220,6 +220,9 @@ def map_runs(
 ) -> list: # fn(*job) for each job, in the order of `jobs`
     "Run fn on every job, each at one thread, in parallel worker processes when the machine allows."
     if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if isinstance(jobs, (str, bytes)) or not hasattr(jobs, '__iter__'):
+        raise TypeError(f"jobs must be a sequence of argument tuples, got {type(jobs).__name__}")
+    if not isinstance(desc, str): raise TypeError(f"desc must be a str, got {type(desc).__name__}")
     jobs = list(jobs)
     bad = [j for j in jobs if not isinstance(j, tuple)]
     if bad:
@@ -288,6 +291,7 @@ def _fingerprint(value, h) -> None:
 
 def run_fingerprint(fn: Callable, *args, **kwargs) -> str:
     "A hex digest of fn, its arguments by value, torch's version and the thread count."
+    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     try: signature = inspect.signature(fn)
     except (TypeError, ValueError): signature = None  # some builtins have none
     if signature is not None:  # f(x, 2) and f(x, scale=2) are one run; so is an omitted default

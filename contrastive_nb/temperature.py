@@ -190,6 +190,8 @@ def simclr_states(
 ) -> dict: # 'encoder', 'head': final states; 'middle': both halfway; 'loss': per step; 'seconds'
     "SimCLR-train copies of `encoder` and `head`; their states halfway and at the end; the losses."
     start = time.perf_counter()
+    check_positive_int(epochs, 'epochs')  # before `steps` is computed from them
+    check_tensor(images, 'images', ndim=4, nonempty=True)
     encoder, head = copy.deepcopy(encoder), copy.deepcopy(head)
     steps = epochs * max(1, len(images) // check_positive_int(batch_size, 'batch_size'))
     middle = dict(zip(('encoder', 'head'), _states(encoder, head)))  # kept if steps // 2 == 0

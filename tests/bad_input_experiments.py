@@ -3,7 +3,11 @@ import json
 
 from test_bad_input import Case, _mod, _tmp
 
-CONSTANTS: set[str] = {'CLAIMS_MIME'}
+CONSTANTS: set[str] = {'CLAIMS_MIME', 'SHARED_RUNS_VARIABLE'}
+
+def _zero() -> int:
+    "A named function of no arguments (run_fingerprint's valid call)."
+    return 0
 
 def _lessons():
     "A folder holding one lesson notebook whose marked output holds one claim."
@@ -32,4 +36,9 @@ def cases() -> dict:
         'ClaimsOutput': [Case(e.ClaimsOutput, dict(claims=[claim()]))],
         'read_claims': [Case(e.read_claims, dict(path=str(folder / '00_lesson.ipynb')), os_errors=True)],
         'read_course_claims': [Case(e.read_course_claims, dict(nbs=str(folder)), os_errors=True)],
+        'map_runs': [Case(e.map_runs, dict(fn=abs, jobs=[(1,), (-2,)], processes=1, desc='runs',
+                                           progress=False))],
+        'shared_run': [Case(lambda a, b: e.shared_run(e.paired_difference, a, b),
+                            dict(a=[0.4, 0.37, 0.42], b=[0.21, 0.2, 0.22]))],
+        'run_fingerprint': [Case(e.run_fingerprint, dict(fn=_zero))],
     }

@@ -267,6 +267,11 @@ def _temperature():
         'negative_gradient_shares': [Case(t.negative_gradient_shares, dict(similarities=sims, temperature=0.1))],
         'hardest_negative_share': [Case(t.hardest_negative_share, dict(similarities=sims,
                                                                        temperatures=torch.tensor([0.05, 0.1, 1.0])))],
+        'simclr_states': [Case(lambda images, epochs, batch_size, temperature, lr, seed:
+                               t.simclr_states(*_encoder_head(), images, _small_policy(), epochs, batch_size,
+                                               temperature, lr, seed),
+                               dict(images=images(8), epochs=2, batch_size=4, temperature=0.5, lr=1e-3, seed=0),
+                               aliases={'images': ('view',)}, deterministic=False)],
         'LearnableTemperature': [Case(t.LearnableTemperature, dict(init=0.07, max_scale=100.0, min_scale=1.0)),
                                  Case(lambda similarities: t.LearnableTemperature()(similarities),
                                       dict(similarities=sims), 'forward')],
@@ -690,7 +695,7 @@ def _all_cases():
             out.append(pytest.param(module, name, id=f'{module}.{name}'))
     return out
 
-SLOW = {'Trainer', 'train', 'resume', 'main', 'train_on_pairs', 'train_simclr', 'train_memory_bank',
+SLOW = {'Trainer', 'train', 'resume', 'main', 'train_on_pairs', 'train_simclr', 'simclr_states', 'train_memory_bank',
         'train_moco', 'load_digits', 'make_moving_shapes',
         'load_cifar10', 'load_stl10', 'write_cifar10_fixture', 'write_stl10_fixture', 'resnet18_small',
         'load_fashion_mnist', 'write_fashion_mnist_fixture',
