@@ -191,7 +191,7 @@ def read_course_claims(
 
 # %% ../nbs/experiments.ipynb #743df46e
 def _fork_available() -> bool:
-    "Whether worker processes can be forked (Linux; not Windows, not a frozen macOS default)."
+    "Whether worker processes can be forked (Linux and macOS; not Windows)."
     return 'fork' in multiprocessing.get_all_start_methods()
 
 def _one_thread_call(fn: Callable, job: tuple):
@@ -310,7 +310,6 @@ def shared_run(
 ): # fn(*args, **kwargs), computed here or loaded from an earlier call with equal arguments
     "fn(*args, **kwargs), once per course run when $CONTRASTIVE_NB_SHARED_RUNS names a folder."
     folder = os.environ.get(SHARED_RUNS_VARIABLE)
-    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     key = run_fingerprint(fn, *args, **kwargs)  # refuses what it cannot identify, shared or not
     if not folder: return fn(*args, **kwargs)
     path = Path(folder) / f'{key}.pt'

@@ -175,6 +175,7 @@ class LearnableTemperature(nn.Module):
 
 # %% ../nbs/04_temperature.ipynb #a16e6390
 def _states(*modules: nn.Module) -> list[dict[str, Tensor]]:
+    "A detached copy of each module's state (weights and buffers), as it is now."
     return [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in modules]
 
 def simclr_states(
