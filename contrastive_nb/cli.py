@@ -44,7 +44,10 @@ def option_help(
     found = re.findall(r'^    (\w+): [^=]+= .*?# (.+)$', source, flags=re.MULTILINE)
     return dict(found)
 
-def _option(name: str) -> str: return '--' + name.replace('_', '-')
+def _option(name: str) -> str:
+    "A setting's option: dashes for underscores, a trailing one kept (`lambda_`, not a keyword)."
+    stem = name.rstrip('_')
+    return '--' + stem.replace('_', '-') + name[len(stem):]
 
 def _bool(text: str) -> bool:
     "true/false, yes/no, 1/0 on the command line."
@@ -67,8 +70,14 @@ def _add_settings(group, cls: type, defaults, table: str = '') -> None:
             type={bool: _bool, int: int, float: float}.get(kind, str))
         metavar = {bool: 'BOOL', int: 'INT', float: 'FLOAT', tuple: 'FLOAT'}.get(kind, 'TEXT')
         text = f"{comments.get(f.name, '')} (default: {shown})".replace('%', '%%')
-        group.add_argument('--' + prefix + f.name.replace('_', '-'), dest=prefix + f.name,
-                           metavar=metavar, default=argparse.SUPPRESS, help=text, **extra)
+        flag = _option(prefix + f.name)
+        group.add_argument(flag, dest=prefix + f.name, metavar=metavar, default=argparse.SUPPRESS,
+                           help=text, **extra)
+        # `lambda_`: also --options.lambda and the --options.lambda- of before, unlisted
+        for alias in sorted({_option(prefix + f.name.rstrip('_')),
+                             '--' + (prefix + f.name).replace('_', '-')} - {flag}):
+            group.add_argument(alias, dest=prefix + f.name, default=argparse.SUPPRESS,
+                               help=argparse.SUPPRESS, **extra)
 
 # %% ../nbs/cli.ipynb #c189fc1c
 def build_parser(
@@ -158,18 +167,47 @@ def _merge(values: dict, given: dict) -> dict:
             merged[table] = {**values[table], **given[table]}
     return merged
 
+def _recipe_of(name: str | None, dataset) -> tuple[str | None, dict]:
+    "The recipe `train` starts from: --recipe NAME of the dataset, else its 'default', if any."
+    known = isinstance(dataset, str) and dataset in RECIPES  # not a str: TrainConfig says why
+    if name is None:
+        return ('default', recipe('default', dataset)) if known and 'default' in RECIPES[dataset] \
+            else (None, {})
+    if not known:
+        raise ValueError(f"--recipe {name}: dataset {dataset!r} has no recipes; the datasets that "
+                         f"have some are {', '.join(RECIPES)}")
+    return name, recipe(name, dataset)
+
 def _method_of(argv: list[str]) -> str:
-    "The method whose options to offer: --method, else the --config file's, else 'simclr'."
+    "The method whose options to offer: --method, else the --config file's, else the recipe's."
     first = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    first.add_argument('--method')
-    first.add_argument('--config')
+    for option in ('--method', '--config', '--recipe', '--dataset', '--resume'):
+        first.add_argument(option)
     known, _ = first.parse_known_args(argv)
     if known.method: return known.method
+    values = {}
     if known.config:
         try: values = read_config_file(known.config)
         except (OSError, TypeError, ValueError): return 'simclr'  # the second pass says why
         if isinstance(values.get('method'), str): return values['method']
-    return 'simclr'
+    if known.resume: return 'simclr'  # the run's own settings: --resume takes no options
+    method = _recipe_of(known.recipe, known.dataset or values.get('dataset') or 'shapes')[1].get(
+        'method')
+    return method if isinstance(method, str) else 'simclr'
+
+def _fit_warmup(base: dict, user: dict) -> tuple[dict, str]:
+    "The recipe's warm-up scaled to the shorter run the user asked for, and the line that says so."
+    warmup, length = base.get('warmup_epochs', 0), base.get('epochs', TrainConfig.epochs)
+    epochs = user.get('epochs')
+    if ('warmup_epochs' in user or not warmup or type(epochs) is not int
+            or not 0 < epochs < length):
+        return base, ''  # the user's own warm-up, none to fit, or not a shorter run
+    # the recipe's share of the run, at least one epoch where the run has two
+    fitted = min(-(-warmup * epochs // length), epochs - 1)
+    if fitted == warmup: return base, ''
+    return {**base, 'warmup_epochs': fitted}, (
+        f"warmup_epochs {fitted}, not the recipe's {warmup}: its {warmup} of {length} epochs, "
+        f"scaled to {epochs} (--warmup-epochs N sets it)")
 
 # %% ../nbs/cli.ipynb #dbbeb72c
 def _say(line: str) -> None:
@@ -186,11 +224,16 @@ def _train(args: argparse.Namespace) -> dict:
                              f"options but --epochs, to extend a finished run (got {others})")
         return resume(args.resume, given.get('epochs'), log=_say).report()
     values = read_config_file(args.config) if args.config else {}
-    dataset = given.get('dataset') or values.get('dataset') or 'shapes'
+    user = _merge(values, given)  # what the user chose: the file, then the options
     # no --recipe: the dataset's 'default' recipe where it has one (Shapes': TrainConfig's own)
-    name = args.recipe or ('default' if 'default' in RECIPES.get(dataset, {}) else None)
-    if name: values = _merge(recipe(name, dataset), values)  # under the file and the options
-    config = TrainConfig.from_dict(_merge(values, given))  # every check runs before any work
+    name, base = _recipe_of(args.recipe, user.get('dataset') or 'shapes')
+    base, note = _fit_warmup(base, user)
+    warmup, epochs = (_merge(base, user).get(k) for k in ('warmup_epochs', 'epochs'))
+    if 'warmup_epochs' in user and type(warmup) is type(epochs) is int and 0 < epochs <= warmup:
+        raise ValueError(f"warmup_epochs ({warmup}) must be fewer than epochs ({epochs}): give a "
+                         "smaller --warmup-epochs, or more --epochs")
+    config = TrainConfig.from_dict(_merge(_merge(base, values), given))  # every check, no work
+    if note and world()[1] == 0: _say(f"recipe {name}: {note}")
     run_dir = [args.run_dir or str(Path('runs') / f"{config.method}-{config.dataset}-"
                                                    f"{time.strftime('%Y%m%d-%H%M%S')}")]
     if world()[0] > 1: dist.broadcast_object_list(run_dir, 0)  # rank 0's clock names the run

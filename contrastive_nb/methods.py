@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -271,6 +272,18 @@ def register_method(
 # %% ../nbs/methods.ipynb #eeb45489
 def _sha256(path: Path) -> str: return hashlib.sha256(path.read_bytes()).hexdigest()
 
+def _import_failure(file: str, path: Path, e: BaseException) -> str:
+    "One line on a method file that raised or exited while it was imported, at its line."
+    lines = [f.lineno for f in traceback.extract_tb(e.__traceback__)
+             if Path(f.filename).resolve() == path.resolve()]
+    at = f", at line {lines[-1]}" if lines else ''
+    if isinstance(e, SystemExit):  # sys.exit() or exit(): the file is a script, not a method
+        return (f"method file {file} exits when imported (sys.exit({e.code!r}){at}): a method file "
+                "only defines its method")
+    first = (str(e).strip().splitlines() or [''])[0]
+    return f"method file {file} fails when run: {type(e).__name__}: {first}" + (
+        f" ({at[2:]})" if at else '')
+
 def _load_file_method(name: str) -> MethodSpec:
     "Read FILE.py:CLASS: the class must be a ContrastiveMethod (or have a builder's signature)."
     file, _, attr = name.rpartition(':')
@@ -286,10 +299,10 @@ def _load_file_method(name: str) -> MethodSpec:
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module  # dataclasses look their module up while running it
         try: spec.loader.exec_module(module)
-        except Exception as e:
-            del sys.modules[module_name]
-            raise ValueError(f"method file {file} fails when run: {type(e).__name__}: "
-                             f"{e}") from e
+        except BaseException as e:
+            del sys.modules[module_name]  # half run: run again next time
+            if isinstance(e, KeyboardInterrupt): raise
+            raise ValueError(_import_failure(file, path, e)) from e
     builder = getattr(module, attr, None)
     if builder is None:
         found = sorted(k for k, v in vars(module).items() if isinstance(v, type)

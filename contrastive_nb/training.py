@@ -11,6 +11,7 @@ import contextlib
 import copy
 import csv
 import dataclasses
+import hashlib
 import io
 import json
 import math
@@ -214,11 +215,14 @@ def _check_settings(c: TrainConfig) -> None:
     for f in dataclasses.fields(c):
         if f.name in ('options', 'augment'): continue
         value, kind = getattr(c, f.name), type(f.default)
+        # a Path (write_fashion_mnist_fixture's, say) is kept as its text: what config.json holds
+        if f.name == 'data_root' and isinstance(value, os.PathLike): value = os.fspath(value)
         if kind is bool: check_bool(value, f.name)
         elif kind is int: value = check_int(value, f.name)
         elif kind is float: value = check_number(value, f.name)
         elif not isinstance(value, str):
-            raise TypeError(f"{f.name} must be a string, got {type(value).__name__} {value!r}")
+            what = 'a string or a path' if f.name == 'data_root' else 'a string'
+            raise TypeError(f"{f.name} must be {what}, got {type(value).__name__} {value!r}")
         object.__setattr__(c, f.name, value)
     augment = c.augment
     if isinstance(augment, dict): augment = settings_from_dict(AugmentationPolicy, augment,
@@ -907,6 +911,11 @@ _CONTEXT_FILE = 'baselines.json'
 _CONTEXT_SETTINGS = ('dataset', 'n_train', 'n_test', 'data_seed', 'val_fraction', 'encoder',
                      'width', 'blocks', 'norm', 'seed', 'knn_k')
 
+def _context_sha256(settings, values) -> str:
+    "The checksum of baselines.json: its settings and numbers, as JSON with sorted keys."
+    text = json.dumps({'settings': settings, 'test': values}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
 class _Context:
     "What a run's test kNN is compared with: chance, raw pixels and the untrained encoder."
 
@@ -936,7 +945,8 @@ class _Context:
                   'untrained_knn': self._knn(self.untrained_encoder(), 'test')}
         if self.run_dir is not None and self.rank == 0 and self.run_dir.is_dir():
             _write_text(self.run_dir / _CONTEXT_FILE,
-                        json.dumps({'settings': key, 'test': values}, indent=1) + '\n')
+                        json.dumps({'settings': key, 'test': values,
+                                    'sha256': _context_sha256(key, values)}, indent=1) + '\n')
         return values
 
     def _read_context(self, key: dict) -> dict[str, float] | None:
@@ -947,6 +957,8 @@ class _Context:
         except (OSError, UnicodeDecodeError, ValueError): return None  # a cache: measure again
         if not isinstance(saved, dict) or saved.get('settings') != key: return None
         values = saved.get('test')
+        # an edited number (or a file from before the checksum) is measured again, not trusted
+        if saved.get('sha256') != _context_sha256(key, values): return None
         if not isinstance(values, dict): return None
         names = ('chance', 'raw_pixels_knn', 'untrained_knn')
         if set(values) != set(names) or not all(

@@ -380,3 +380,91 @@ def test_other_datasets_start_from_trainconfigs_defaults_without_recipe(tmp_path
     saved = json.loads((tmp_path / 'run' / 'config.json').read_text())
     assert saved['lr'] == TrainConfig.lr and saved['schedule'] == 'constant' and saved['augment']['scale'] == list(
         TRAIN_POLICY.scale)
+
+# --- issue 41: recipes that take their method's options, a warm-up that fits, lambda_, checked baselines ---------
+
+from contrastive_nb import cli as cli_module
+from contrastive_nb.cli import _fit_warmup, _method_of
+
+@pytest.fixture
+def built(monkeypatch):
+    "The TrainConfig `train` would train, caught before any data is read (cifar10's is not on this machine)."
+    made = []
+    def catch(config, run_dir):
+        made.append(config)
+        raise ValueError('caught before any work')
+    monkeypatch.setattr(cli_module, 'Trainer', catch)
+    return made
+
+def test_a_recipes_method_takes_its_options_after_recipe(tmp_path, capsys, monkeypatch, built):
+    monkeypatch.chdir(tmp_path)
+    argv = ['train', '--dataset', 'cifar10', '--recipe', 'lightly-moco', '--options.queue-size', '1024']
+    assert _method_of(argv) == 'moco'
+    assert vars(build_parser(_method_of(argv)).parse_args(argv))['options.queue_size'] == 1024
+    code, _, err = run_main(capsys, *argv, '--data-root', 'data')
+    assert code == 2 and 'caught before any work' in err, err
+    config, = built
+    assert config.method == 'moco' and config.options.queue_size == 1024
+    assert config.options.momentum == 0.99 and config.batch_size == 512  # the recipe's other settings stay
+    # the dataset from a --config file; --method over the recipe's (simclr has no queue)
+    (tmp_path / 'c.toml').write_text('dataset = "cifar10"\ndata_root = "data"\n')
+    assert run_main(capsys, 'train', '--config', 'c.toml', '--recipe', 'lightly-moco',
+                    '--options.queue-size', '64')[0] == 2
+    assert built[-1].options.queue_size == 64
+    with pytest.raises(SystemExit):
+        main(['train', '--dataset', 'cifar10', '--recipe', 'lightly-moco', '--method', 'simclr',
+              '--options.queue-size', '64'])
+    assert 'unrecognized arguments: --options.queue-size 64' in capsys.readouterr().err
+
+def test_a_recipe_of_another_dataset_or_of_none_is_named_before_its_options(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(capsys, 'train', '--recipe', 'lightly-moco', '--options.queue-size', '1024')
+    assert code == 2 and "'lightly-moco' is a recipe of cifar10" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_main(capsys, 'train', '--dataset', 'digits', '--recipe', 'fast')
+    assert code == 2 and "dataset 'digits' has no recipes" in err and len(err.strip().splitlines()) == 1
+
+def test_a_recipes_warm_up_is_scaled_to_a_shorter_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = write_fashion_mnist_fixture(tmp_path / 'data', n=150)
+    code, out, err = run_main(capsys, 'train', '--dataset', 'fashion_mnist', '--data-root', root, '--epochs', '1',
+                              '--threads', '1', '--progress', 'false', '--run-dir', 'r')
+    assert code == 0, err
+    saved = json.loads((tmp_path / 'r' / 'config.json').read_text())
+    assert saved['epochs'] == 1 and saved['warmup_epochs'] == 0 and json.loads(out)['step'] == 1
+    assert err.splitlines()[0] == ("recipe default: warmup_epochs 0, not the recipe's 1: its 1 of 3 epochs, "
+                                   "scaled to 1 (--warmup-epochs N sets it)")
+    # warmup_epochs given too: the user's own, and the error names the flag
+    code, _, err = run_main(capsys, 'train', '--dataset', 'fashion_mnist', '--data-root', root, '--epochs', '1',
+                            '--warmup-epochs', '1', '--run-dir', 'r2')
+    assert code == 2 and 'warmup_epochs (1) must be fewer than epochs (1)' in err and '--warmup-epochs' in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / 'r2').exists()
+    solo = recipe('solo-learn-simclr', 'cifar10')  # 10 of 1000 epochs
+    scaled = lambda user: _fit_warmup(solo, user)[0]['warmup_epochs']
+    assert [scaled({'epochs': e}) for e in (1, 2, 100, 150, 999, 1000, 5000)] == [0, 1, 1, 2, 10, 10, 10]
+    assert scaled({'epochs': 5, 'warmup_epochs': 3}) == 10 and _fit_warmup(solo, {'epochs': 5})[1]  # said
+    assert _fit_warmup(solo, {'epochs': 2000}) == (solo, '')
+
+def test_barlow_twins_lambda_is_its_own_name_on_the_command_line(tmp_path, capsys, monkeypatch, built):
+    monkeypatch.chdir(tmp_path)
+    parser = build_parser('barlow_twins')
+    for flag in ('--options.lambda_', '--options.lambda-', '--options.lambda'):
+        assert vars(parser.parse_args(['train', flag, '0.01']))['options.lambda_'] == 0.01, flag
+    train_help = parser._subparsers._group_actions[0].choices['train'].format_help()
+    assert '--options.lambda_ FLOAT' in train_help and '--options.lambda-' not in train_help
+    assert run_main(capsys, 'train', '--method', 'barlow_twins', '--options.lambda_', '0.02')[0] == 2
+    assert built[-1].options.lambda_ == 0.02
+
+def test_evaluate_measures_an_edited_baselines_json_again(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(capsys, 'train', *TINY, '--run-dir', 'r')
+    assert code == 0, err
+    measured = json.loads(out)['baselines']
+    path = tmp_path / 'r' / 'baselines.json'
+    saved = json.loads(path.read_text())
+    assert len(saved['sha256']) == 64
+    edited = 1.0 if measured['untrained_knn'] < 0.9 else 0.0  # plausible, and not what was measured
+    path.write_text(json.dumps({**saved, 'test': {**saved['test'], 'untrained_knn': edited}}))
+    code, out, err = run_main(capsys, 'evaluate', 'r', '--device', 'cpu')
+    assert code == 0, err
+    assert json.loads(out)['baselines']['untrained_knn'] == pytest.approx(measured['untrained_knn'])
+    assert json.loads(path.read_text())['test'] == pytest.approx(measured)  # measured again, and written again

@@ -1008,3 +1008,29 @@ def test_raw_pixel_baseline_reads_uint8_images_as_floats(tmp_path):
     expected = knn_accuracy(as_float_images(bank.images).flatten(1), bank.labels,
                             as_float_images(test.images).flatten(1), test.labels, k=5)
     assert trainer.baselines()['raw_pixels_knn'] == pytest.approx(expected)
+
+# --- issue 41: a path-like data_root, and baselines.json checked by its SHA-256 ------------------------------------
+
+def test_data_root_may_be_any_path_like_and_is_saved_as_text(tmp_path):
+    root = write_fashion_mnist_fixture(tmp_path / 'data', n=40)  # a Path
+    config = tiny(dataset='fashion_mnist', data_root=root, n_train=0, n_test=0)
+    assert config.data_root == str(root) and isinstance(config.data_root, str)
+    assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    assert len(Trainer(config).data['test']) == 40
+    with pytest.raises(TypeError, match='data_root must be a string or a path, got bytes'):
+        tiny(data_root=bytes(root))
+
+def test_an_edited_baselines_json_is_measured_again_not_trusted(tmp_path):
+    config = tiny(epochs=1)
+    measured = train(config, tmp_path).baselines()
+    path = tmp_path / 'baselines.json'
+    saved = json.loads(path.read_text())
+    edited = 1.0 if measured['untrained_knn'] < 0.9 else 0.0  # plausible, and not what was measured
+    for damage in ({**saved, 'test': {**saved['test'], 'untrained_knn': edited}},  # a number typed in
+                   {**saved, 'test': {**saved['test'], 'untrained_knn': edited}, 'sha256': '0' * 64},
+                   {k: v for k, v in saved.items() if k != 'sha256'}):  # a file from before the checksum
+        path.write_text(json.dumps(damage))
+        assert Trainer(config, tmp_path).baselines() == pytest.approx(measured), damage
+        reads = Trainer(config, tmp_path)
+        reads._measure_context = None  # written again with its checksum: now read, not measured
+        assert reads.baselines() == pytest.approx(measured)

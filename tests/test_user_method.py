@@ -90,3 +90,30 @@ def test_the_readme_command_line_trains_the_example(tmp_path):
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report['method'] == 'examples/align_uniform.py:AlignUniform' and report['step'] == 180 // 16
+
+# --- issue 41: a method file that exits or raises while it is imported ---------------------------------------------
+
+from contrastive_nb.cli import main
+from contrastive_nb.methods import method_spec
+
+@pytest.mark.parametrize('body,words', [
+    ('import sys\n\nsys.exit(3)\n', 'exits when imported (sys.exit(3), at line 3)'),
+    ('exit()\n', 'exits when imported (sys.exit(None), at line 1)'),
+    ('raise SystemExit("usage: method.py")\n', "exits when imported (sys.exit('usage: method.py'), at line 1)"),
+    ('x = 1\nraise RuntimeError("no GPU here\\nsecond line")\n', 'fails when run: RuntimeError: no GPU here (at line 2)'),
+    ('import no_such_module_41\n', "ModuleNotFoundError: No module named 'no_such_module_41'"),
+])
+def test_a_method_file_that_exits_or_raises_on_import_is_one_line_naming_it(tmp_path, capsys, monkeypatch,
+                                                                            body, words):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'method.py').write_text(body)
+    with pytest.raises(ValueError, match='method file method.py') as info: method_spec('method.py:Mine')
+    assert words in str(info.value) and '\n' not in str(info.value)
+    code = main(['train', '--method', 'method.py:Mine'])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().splitlines() == [f'contrastive-nb: error: {info.value}']
+
+def test_a_ctrl_c_while_a_method_file_is_imported_goes_through_and_leaves_no_half_module(tmp_path):
+    (tmp_path / 'slow.py').write_text('class Mine: pass\nraise KeyboardInterrupt\n')
+    for _ in range(2):  # the second time runs the file again: not a half-made module without its method
+        with pytest.raises(KeyboardInterrupt): method_spec(f'{tmp_path}/slow.py:Mine')
