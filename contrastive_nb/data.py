@@ -701,6 +701,10 @@ def load_fashion_mnist(
     missing = [f'{n}.gz' for n, p in zip(names, paths) if p is None]
     if missing: raise _fashion_missing(folder, missing)
     images, labels = read_idx(paths[0], 3), read_idx(paths[1], 1)
+    if images.shape[1:] != (28, 28):  # MNIST's size too: another size is another dataset
+        raise DatasetFormatError(f"{paths[0]} holds images of {images.shape[1]} × "
+                                 f"{images.shape[2]} pixels; Fashion-MNIST's are 28 × 28: it is "
+                                 "another dataset's file")
     if len(images) != len(labels):
         raise DatasetFormatError(f"{paths[0]} holds {len(images)} images but {paths[1]} "
                                  f"{len(labels)} labels: one of them is damaged")

@@ -605,6 +605,15 @@ def test_fashion_mnist_files_that_do_not_belong_together(tmp_path):
     labels.write_bytes(gzip.compress(idx_file(np.array([0, 10, 2], np.uint8))))
     with pytest.raises(DatasetFormatError, match='label 10'): load_fashion_mnist(folder)
 
+def test_fashion_mnist_images_of_another_size_are_named(tmp_path):
+    folder = write_fashion_mnist_fixture(tmp_path, n=3)
+    images = folder / 'train-images-idx3-ubyte.gz'
+    images.write_bytes(gzip.compress(idx_file(np.zeros((3, 10, 10), np.uint8))))  # a valid IDX file, 10 × 10
+    with pytest.raises(DatasetFormatError, match='images of 10 × 10 pixels; Fashion-MNIST.s are 28 × 28') as e:
+        load_fashion_mnist(folder)
+    assert str(images) in str(e.value)
+    assert len(load_fashion_mnist(folder, train=False)) == 3  # the other split is intact
+
 def test_load_fashion_mnist_rejects_bad_arguments(tmp_path):
     write_fashion_mnist_fixture(tmp_path, n=2)
     with pytest.raises(TypeError, match='root'): load_fashion_mnist(3)
