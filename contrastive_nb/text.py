@@ -657,11 +657,16 @@ FUSION_NORMALISATIONS = ('minmax', 'zscore')
 def _normalise_rows(scores: Tensor, how: str) -> Tensor:
     "Rows scaled to [0, 1] ('minmax') or to mean 0, std 1 ('zscore'); a constant row becomes 0."
     x = scores.double()
-    if how == 'minmax':
-        low = x.amin(1, keepdim=True)
-        span = x.amax(1, keepdim=True) - low
+    # Both are unchanged by a positive factor per row, so each row is first brought to a largest
+    # |score| in [0.5, 1) by a power of two (exact): spans of ±1e308 do not overflow, nor do
+    # subnormal spreads underflow; two halves, as 2 ** 1074 alone would overflow.
+    shift = -torch.frexp(x.abs().amax(1, keepdim=True)).exponent
+    x = torch.ldexp(torch.ldexp(x, shift // 2), shift - shift // 2)
+    high, low = x.amax(1, keepdim=True), x.amin(1, keepdim=True)
+    flat = high == low  # the mean of equal scores can miss them by a rounding: no spread to scale
+    if how == 'minmax': span = high - low
     else: low, span = x.mean(1, keepdim=True), x.std(1, correction=0, keepdim=True)
-    return (x - low) / torch.where(span > 0, span, 1.0)
+    return torch.where(flat, 0.0, (x - low) / torch.where(flat, 1.0, span))
 
 def weighted_score_fusion(
     dense: Tensor, # (Q, N) the encoder's scores (cosines)

@@ -97,7 +97,12 @@ def cases():
                                         aliases={'dense': ('scores',), 'lexical': ('scores',)})],
         'weighted_score_fusion': [Case(t.weighted_score_fusion,
                                        dict(dense=feats(3, 5), lexical=feats(3, 5, seed=1), weight=0.3,
-                                            normalisation='zscore'), choices=('normalisation',))],
+                                            normalisation='zscore'), choices=('normalisation',)),
+                                  # float64's extremes: scores near ±1e308 (their span overflows) and subnormal ones
+                                  Case(t.weighted_score_fusion,
+                                       dict(dense=feats(3, 5).double().sign() * 1.7e308, lexical=feats(3, 5, seed=1).double()
+                                            * 1e-310, weight=0.3, normalisation='minmax'),
+                                       'extremes', choices=('normalisation',))],
         'choose_fusion': [Case(t.choose_fusion,
                                dict(dense=feats(3, 5), lexical=feats(3, 5, seed=1),
                                     relevant=torch.eye(3, 5, dtype=torch.bool), weights=(0.0, 0.5, 1.0),

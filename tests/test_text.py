@@ -545,6 +545,24 @@ def test_weighted_score_fusion_by_hand_and_flat_rows():
     d = dense.double()
     assert torch.allclose(z, 0.25 * (d - d.mean()) / d.std(correction=0))
 
+@pytest.mark.parametrize('normalisation', T.FUSION_NORMALISATIONS)
+@pytest.mark.parametrize('scale', [1e308, 2.0 ** -1070])  # near float64's top, and subnormal
+def test_weighted_score_fusion_is_exact_at_float64s_limits(normalisation, scale):
+    # Normalised scores do not change with a factor per row: at ±1e308 the span overflowed (NaN), and
+    # subnormal z-scores underflowed to a "flat" row of zeros.
+    unit = torch.tensor([[1.0, -1.0, 0.0, 0.5], [0.25, 1.0, -0.5, 1.0]], dtype=torch.float64)
+    other = torch.tensor([[0.0, 2.0, 1.0, 3.0], [1.0, 0.0, 2.0, 5.0]], dtype=torch.float64)
+    fused = T.weighted_score_fusion(unit * scale, other, 0.5, normalisation)
+    assert torch.isfinite(fused).all()
+    assert torch.allclose(fused, T.weighted_score_fusion(unit, other, 0.5, normalisation), atol=1e-12)
+
+@pytest.mark.parametrize('normalisation', T.FUSION_NORMALISATIONS)
+@pytest.mark.parametrize('value', [0.1, 0.7, 1.7e308, 3])
+def test_a_row_of_equal_scores_adds_nothing(normalisation, value):
+    # z-scores used to read the rounding of the mean of equal scores as a spread: ±1, not 0
+    flat = torch.full((2, 7), value, dtype=torch.float64 if isinstance(value, float) else torch.int64)
+    assert T.weighted_score_fusion(flat, flat, 0.5, normalisation).abs().max() == 0
+
 def test_choose_fusion_picks_the_better_system_and_the_first_on_ties():
     g = torch.Generator().manual_seed(0)
     noise = 0.1 * torch.randn(6, 8, generator=g)
