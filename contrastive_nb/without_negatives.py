@@ -41,6 +41,18 @@ def _check_rows(tensors: dict[str, Tensor], check_values: bool = True) -> None:
         raise ValueError(f"{names[0]} has {len(first)} row: the methods of this lesson need a "
                          "batch of at least 2 sources (their statistics, and BatchNorm's)")
 
+def _wide(x: Tensor) -> Tensor: return x.to(torch.promote_types(x.dtype, torch.float32))
+
+def _shrinking(x: Tensor, dim: int) -> Tensor:
+    "Per slice along `dim`: 2^-k, the least k >= 0 that brings its largest |value| below 1."
+    k = torch.frexp(x.detach().abs().amax(dim, keepdim=True)).exponent.clamp_min(0)
+    return torch.ldexp(torch.ones_like(k, dtype=x.dtype), -k)  # exact; NaN and inf give 1
+
+def _unit_scale_rows(x: Tensor) -> Tensor:
+    "`x`, float32 or wider, each row with a largest |value| at 1 or below it: the same cosines."
+    x = _wide(x)
+    return x * _shrinking(x, 1)
+
 def simsiam_loss(
     p1: Tensor, # (N, D) predictions h(z1) from the first views
     z1: Tensor, # (N, D) projections of the first views (targets of p2)
@@ -52,7 +64,7 @@ def simsiam_loss(
     "SimSiam: −½ cos(p1, sg z2) − ½ cos(p2, sg z1) (Chen & He 2021, eq. 4)."
     _check_rows(dict(p1=p1, z1=z1, p2=p2, z2=z2), check_values)
     check_bool(stop_gradient, 'stop_gradient')
-    wide = lambda x: x.to(torch.promote_types(x.dtype, torch.float32))
+    wide = _unit_scale_rows  # norms of 1e200 would overflow
     target = (lambda z: wide(z).detach()) if stop_gradient else wide
     d = lambda p, z: -F.cosine_similarity(wide(p), target(z), dim=1, eps=1e-8).mean()
     return d(p1, z2) / 2 + d(p2, z1) / 2
@@ -67,7 +79,7 @@ def byol_loss(
 ) -> Tensor: # scalar in [0, 8], float32 or wider
     "BYOL: (2 − 2 cos(p1, t2)) + (2 − 2 cos(p2, t1)), each averaged over the batch (Grill et al.)."
     _check_rows(dict(p1=p1, t1=t1, p2=p2, t2=t2), check_values)
-    wide = lambda x: x.to(torch.promote_types(x.dtype, torch.float32))
+    wide = _unit_scale_rows  # norms of 1e200 would overflow
     d = lambda p, t: (2 - 2 * F.cosine_similarity(wide(p), wide(t).detach(), dim=1,
                                                   eps=1e-8)).mean()
     return d(p1, t2) + d(p2, t1)
@@ -96,10 +108,15 @@ def cross_correlation(
     _check_rows(dict(z1=z1, z2=z2))
     return _correlation(z1, z2, check_number(eps, 'eps', low=0.0, low_open=True))
 
+def _standardised(z: Tensor, eps: float) -> Tensor:
+    "Each column to mean 0, variance 1 over the batch (biased variance, ε under the root)."
+    z = _wide(z)
+    s = _shrinking(z, 0)  # (z, ε) -> (s z, s² ε) changes nothing here, and keeps squares finite
+    z, eps = z * s, (eps * s * s).clamp_min(torch.finfo(z.dtype).tiny)  # a constant column: 0
+    return (z - z.mean(0)) / torch.sqrt(z.var(0, unbiased=False) + eps)
+
 def _correlation(z1: Tensor, z2: Tensor, eps: float) -> Tensor:
-    wide = lambda x: x.to(torch.promote_types(x.dtype, torch.float32))
-    standard = lambda z: (z - z.mean(0)) / torch.sqrt(z.var(0, unbiased=False) + eps)
-    return standard(wide(z1)).T @ standard(wide(z2)) / len(z1)
+    return _standardised(z1, eps).T @ _standardised(z2, eps) / len(z1)
 
 def barlow_twins_loss(
     z1: Tensor, # (N, D) embeddings of the first views
@@ -117,24 +134,45 @@ def barlow_twins_loss(
     return (1 - diagonal).pow(2).sum() + lambda_ * (c.pow(2).sum() - diagonal.pow(2).sum())
 
 # %% ../nbs/13_without_negatives.ipynb #36b5fd36
+def _vicreg_terms(z1: Tensor, z2: Tensor, gamma: float, eps: float) -> dict[str, Tensor]:
+    "The three terms, unchecked; inf (never NaN) where one exceeds the dtype."
+    n, d = z1.shape
+    diagonal = torch.eye(d, dtype=torch.bool, device=z1.device)  # left out: inf - inf is NaN
+    def variance_covariance(z: Tensor) -> tuple[Tensor, Tensor]:
+        z = _wide(z)
+        s = _shrinking(z, 0)  # each column times s: its squares stay finite
+        a = z * s - (z * s).mean(0)
+        hinge = F.relu(gamma - torch.sqrt(a.var(0) / s / s + eps)).mean()  # unbiased; inf: 0
+        cov = a.T @ a / (n - 1) / s.mT / s  # back to z's scale, one factor at a time: 0 stays 0
+        return hinge, cov.pow(2).masked_fill(diagonal, 0).sum() / d
+    (v1, c1), (v2, c2) = variance_covariance(z1), variance_covariance(z2)
+    return {'invariance': F.mse_loss(_wide(z1), _wide(z2)), 'variance': v1 / 2 + v2 / 2,
+            'covariance': c1 + c2}
+
+def _overflow_error(terms: dict[str, Tensor], z1: Tensor, z2: Tensor) -> ValueError:
+    "VICReg is not scale-free: the terms that overflowed, and the embeddings' largest |value|."
+    names = ' and '.join(name for name, t in terms.items() if not torch.isfinite(t))
+    largest = max(z1.detach().abs().max().item(), z2.detach().abs().max().item())
+    return ValueError(f"z1 and z2 (values up to {largest:.3g}) are too large for VICReg in "
+                      f"{terms['invariance'].dtype}: its {names} overflows (the invariance "
+                      "grows with their scale squared, the covariance with its 4th power); "
+                      "divide both by a constant")
+
 def vicreg_terms(
     z1: Tensor, # (N, D) embeddings of the first views
     z2: Tensor, # (N, D) embeddings of the second views
     gamma: float = 1.0, # γ, the standard deviation each dimension is asked to reach
     eps: float = 1e-4, # under the square root of each variance
-    check_values: bool = True, # False: NaN or inf inputs go unchecked (the trainer reads the loss)
+    check_values: bool = True, # False: NaN, inf, overflow unchecked (the trainer reads the loss)
 ) -> dict[str, Tensor]: # 'invariance', 'variance', 'covariance': scalars, float32 or wider
     "VICReg's three terms, normalised as in the official code (not the paper's equation 1)."
     _check_rows(dict(z1=z1, z2=z2), check_values)
     gamma = check_number(gamma, 'gamma', low=0.0)
     eps = check_number(eps, 'eps', low=0.0, low_open=True)
-    z1, z2 = (z.to(torch.promote_types(z.dtype, torch.float32)) for z in (z1, z2))
-    n, d = z1.shape
-    a, b = z1 - z1.mean(0), z2 - z2.mean(0)
-    hinge = lambda x: F.relu(gamma - torch.sqrt(x.var(0) + eps)).mean()  # unbiased variance
-    off_diagonal = lambda m: (m.pow(2).sum() - torch.diagonal(m).pow(2).sum()) / d
-    return {'invariance': F.mse_loss(z1, z2), 'variance': hinge(a) / 2 + hinge(b) / 2,
-            'covariance': off_diagonal(a.T @ a / (n - 1)) + off_diagonal(b.T @ b / (n - 1))}
+    terms = _vicreg_terms(z1, z2, gamma, eps)
+    if check_values and not torch.isfinite(torch.stack(list(terms.values()))).all():
+        raise _overflow_error(terms, z1, z2)
+    return terms
 
 def vicreg_loss(
     z1: Tensor, # (N, D) embeddings of the first views
@@ -144,13 +182,18 @@ def vicreg_loss(
     covariance: float = 1.0, # ν, the weight of the covariance term
     gamma: float = 1.0, # γ of the variance hinge
     eps: float = 1e-4, # ε under the square root of each variance
-    check_values: bool = True, # False: NaN or inf inputs go unchecked (the trainer reads the loss)
+    check_values: bool = True, # False: NaN, inf, overflow unchecked (the trainer reads the loss)
 ) -> Tensor: # scalar, at least 0, float32 or wider
     "VICReg (Bardes et al. 2022): λ · invariance + μ · variance + ν · covariance."
     weights = {name: check_number(w, name, low=0.0) for name, w in
                dict(invariance=invariance, variance=variance, covariance=covariance).items()}
     terms = vicreg_terms(z1, z2, gamma, eps, check_values)
-    return sum(weights[name] * term for name, term in terms.items())
+    loss = sum(weights[name] * term for name, term in terms.items())
+    if check_values and not torch.isfinite(loss):  # finite terms: the weights are too large
+        raise ValueError(f"the weights {weights} make VICReg's sum overflow {loss.dtype}: "
+                         "choose smaller ones")
+    return loss
+
 
 # %% ../nbs/13_without_negatives.ipynb #d3ccc97e
 class PredictionHead(nn.Sequential):

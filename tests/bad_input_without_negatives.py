@@ -9,6 +9,7 @@ def cases():
     methods = _mod('methods')
     four = dict(p1=feats(), z1=feats(seed=1), p2=feats(seed=2), z2=feats(seed=3))
     pair = dict(z1=feats(), z2=feats(seed=1))
+    huge = dict(z1=1e30 * feats(), z2=1e36 * feats(seed=1))  # float32: squares past its limit (3.4e38)
     setup = methods.MethodSetup(n_train=16, batch_size=4, embed_dim=4, total_steps=10)
 
     def method(cls, options):
@@ -20,11 +21,15 @@ def cases():
                     dict(view1=images(4), view2=images(4, seed=1)), 'loss', aliases=VIEW_ALIASES)
 
     return {
-        'simsiam_loss': [Case(w.simsiam_loss, dict(**four, stop_gradient=True))],
-        'byol_loss': [Case(w.byol_loss, dict(p1=feats(), t1=feats(seed=1), p2=feats(seed=2), t2=feats(seed=3)))],
         'byol_momentum': [Case(w.byol_momentum, dict(step=3, total_steps=10, base=0.99, final=1.0))],
-        'cross_correlation': [Case(w.cross_correlation, pair)],
-        'barlow_twins_loss': [Case(w.barlow_twins_loss, dict(**pair, lambda_=0.0051, eps=1e-5))],
+        'simsiam_loss': [Case(w.simsiam_loss, dict(**four, stop_gradient=True)),
+                         Case(w.simsiam_loss, {k: 1e30 * v for k, v in four.items()}, 'huge')],
+        'byol_loss': [Case(w.byol_loss, dict(p1=feats(), t1=feats(seed=1), p2=feats(seed=2), t2=feats(seed=3))),
+                      Case(w.byol_loss, dict(p1=1e30 * feats(), t1=1e30 * feats(seed=1), p2=feats(seed=2),
+                                             t2=1e30 * feats(seed=3)), 'huge')],
+        'cross_correlation': [Case(w.cross_correlation, pair), Case(w.cross_correlation, huge, 'huge')],
+        'barlow_twins_loss': [Case(w.barlow_twins_loss, dict(**pair, lambda_=0.0051, eps=1e-5)),
+                              Case(w.barlow_twins_loss, dict(**huge, lambda_=0.0051, eps=1e-5), 'huge')],
         'vicreg_terms': [Case(w.vicreg_terms, dict(**pair, gamma=1.0, eps=1e-4))],
         'vicreg_loss': [Case(w.vicreg_loss, dict(**pair, invariance=25.0, variance=25.0, covariance=1.0,
                                                  gamma=1.0, eps=1e-4))],

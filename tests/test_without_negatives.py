@@ -149,3 +149,81 @@ def test_byol_momentum_is_a_half_cosine_and_simsiam_refuses_a_non_flag():
     assert [byol_momentum(k, 4, base=0.9) for k in (0, 2, 4)] == pytest.approx([0.9, 0.95, 1.0])
     assert byol_momentum(1, 4, base=0.9) == pytest.approx(1 - 0.1 * (1 + 2 ** -0.5) / 2)
     with pytest.raises(TypeError, match='stop_gradient'): simsiam_loss(*_rows(), stop_gradient='yes')
+
+# --- values near the floating-point limits (issue 41) ----------------------------------------------------------------
+
+def _scaled_columns(z: torch.Tensor, scales) -> torch.Tensor:
+    return z * torch.tensor(scales, dtype=z.dtype)
+
+@pytest.mark.parametrize('dtype, scales', [(torch.float64, [1e200, 1e300, 1e150, 1e250]),
+                                           (torch.float32, [1e30, 1e25, 1e36, 1e20])])
+def test_barlow_twins_at_huge_values_is_the_correlation_it_always_was(dtype, scales):
+    # Each dimension is standardised, so a factor per column changes nothing but ε's share (here negligible); the
+    # variances of 1e200 overflowed float64 and the loss came out as exactly D
+    from contrastive_nb.without_negatives import cross_correlation
+    z1, z2 = (z.to(dtype) for z in _rows(n=12, d=4, count=2, seed=3))
+    big1, big2 = _scaled_columns(z1, scales), _scaled_columns(z2, scales[::-1])
+    tiny_eps = 1e-30 if dtype == torch.float32 else 1e-290
+    rtol = 1e-4 if dtype == torch.float32 else 1e-10
+    assert torch.allclose(cross_correlation(big1, big2), cross_correlation(z1, z2, eps=tiny_eps), rtol=rtol, atol=rtol)
+    loss = barlow_twins_loss(big1, big2, check_values=False)
+    assert torch.allclose(loss, barlow_twins_loss(z1, z2, eps=tiny_eps), rtol=rtol)
+    assert loss < z1.shape[1] - 0.1  # not the D of an overflow
+    constant = torch.full((6, 3), 1.5 * 2.0 ** 1000, dtype=torch.float64)  # a constant column at 2^1000: C = 0
+    assert barlow_twins_loss(constant, constant) == 3
+
+@pytest.mark.parametrize('dtype, scale', [(torch.float64, 1e200), (torch.float32, 1e30)])
+def test_simsiam_and_byol_at_huge_values_are_the_same_cosines(dtype, scale):
+    # cosines are scale-free per row; the norms of 1e200 overflowed and every cosine came out as 0
+    from contrastive_nb.without_negatives import byol_loss, simsiam_loss
+    rows = [x.to(dtype) for x in _rows(seed=4)]
+    factors = torch.tensor([[scale], [1.0], [scale ** 0.5], [1e-3], [scale]], dtype=dtype)
+    big = [x * factors for x in rows]
+    rtol = 1e-5 if dtype == torch.float32 else 1e-12
+    for loss in (simsiam_loss, byol_loss):
+        assert torch.allclose(loss(*big), loss(*rows), rtol=rtol), loss.__name__
+        assert torch.allclose(loss(*big, check_values=False), loss(*rows), rtol=rtol), loss.__name__
+
+def test_vicreg_covariance_with_one_huge_dimension_is_finite_and_right():
+    # Dimension 0 at 1e100: its variance squared (1e400) overflows but is on the diagonal, which the term leaves
+    # out; sum of all squares minus the diagonal's was inf - inf = NaN
+    from contrastive_nb.without_negatives import vicreg_terms
+    z1, z2 = _rows(n=10, d=3, count=2, seed=5)
+    scales = torch.tensor([1e100, 1.0, 2.0], dtype=torch.float64)
+    terms = vicreg_terms(z1 * scales, z2 * scales)
+    def off_diagonal(z):
+        cov = (z - z.mean(0)).T @ (z - z.mean(0)) / (len(z) - 1) * scales[:, None] * scales[None, :]
+        return sum(float(cov[i, j]) ** 2 for i in range(3) for j in range(3) if i != j) / 3
+    assert terms['covariance'].item() == pytest.approx(off_diagonal(z1) + off_diagonal(z2), rel=1e-10)
+    assert terms['invariance'].item() == pytest.approx((((z1 - z2) * scales) ** 2).mean().item(), rel=1e-10)
+
+def test_vicreg_refuses_embeddings_whose_terms_overflow_and_never_says_nan():
+    # VICReg is not scale-free (invariance grows with s², covariance with s⁴): at 1e200 its value is beyond
+    # float64, so the checked path says so, naming the arguments; the unchecked one gives inf for the trainer
+    from contrastive_nb.without_negatives import vicreg_terms
+    z1, z2 = _rows(n=8, d=4, count=2, seed=6)
+    for call in (lambda: vicreg_loss(1e200 * z1, 1e200 * z2), lambda: vicreg_terms(1e200 * z1, 1e200 * z2)):
+        with pytest.raises(ValueError, match=r'z1 and z2 .*too large.*covariance') as e: call()
+        assert 'float64' in str(e.value)
+    assert vicreg_loss(1e200 * z1, 1e200 * z2, check_values=False) == float('inf')
+    near_max = torch.tensor([[1.7e308, 1.0], [-1.7e308, 1.25], [1.7e308, 2.0]], dtype=torch.float64)
+    terms = vicreg_terms(near_max, near_max, check_values=False)  # the mean's sum overflowed: a NaN hinge
+    hinge = 1 - (near_max[:, 1].var().item() + 1e-4) ** 0.5  # dimension 1's; dimension 0's std is far above 1
+    assert terms['variance'].item() == pytest.approx(hinge / 2, rel=1e-12)
+    assert terms['invariance'] == 0 and terms['covariance'] == float('inf')
+    with pytest.raises(ValueError, match='weights'): vicreg_loss(z1, z2, invariance=1e308, covariance=1e308)
+    constant = torch.full((6, 3), 1.5 * 2.0 ** 1000, dtype=torch.float64)  # no spread: the hinge is 1 - √ε
+    assert vicreg_terms(constant, constant)['variance'].item() == pytest.approx(1 - 1e-2, rel=1e-12)
+
+def test_lesson_13_losses_read_no_values_unchecked(monkeypatch):
+    "The overflow guards are tensor operations: the trainer's unchecked path still reads nothing."
+    from test_host_sync import counting_reads
+    from contrastive_nb.without_negatives import byol_loss, cross_correlation, simsiam_loss, vicreg_terms
+    p1, z1, p2, z2 = _rows()
+    with counting_reads(monkeypatch) as fast:
+        simsiam_loss(p1, z1, p2, z2, check_values=False), byol_loss(p1, z1, p2, z2, check_values=False)
+        barlow_twins_loss(z1, z2, check_values=False), vicreg_loss(z1, z2, check_values=False)
+        vicreg_terms(z1, z2, check_values=False)
+    assert sum(fast.values()) == 0, fast
+    with counting_reads(monkeypatch) as checked: vicreg_loss(z1, z2)
+    assert sum(checked.values()) <= 4, checked  # z1's and z2's finite checks, the terms' and the loss's
