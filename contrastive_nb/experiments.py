@@ -7,15 +7,24 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/experiments.html.md"""
 # %% ../nbs/experiments.ipynb #6f894ce1
 from __future__ import annotations
 
+import dis
+import functools
 import hashlib
 import inspect
 import json
 import math
 import multiprocessing
+import multiprocessing.connection
 import os
+import reprlib
+import signal
+import sys
+import sysconfig
+import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, is_dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import numpy as np
 import pandas as pd
@@ -24,7 +33,8 @@ from scipy import stats
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ._checks import check_number, check_path, check_positive_int
+from ._checks import check_number, check_path, check_positive_int, zip_damage
+
 
 # %% auto #0
 __all__ = ['CLAIMS_MIME', 'SHARED_RUNS_VARIABLE', 'PairedDifference', 'paired_difference', 'Claim', 'claims_markdown',
@@ -194,23 +204,84 @@ def _fork_available() -> bool:
     "Whether worker processes can be forked (Linux and macOS; not Windows)."
     return 'fork' in multiprocessing.get_all_start_methods()
 
+_SHORT = reprlib.Repr()  # messages name a job by its arguments, cut to a line
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxdict = 60, 60, 6, 6, 4
+
+def _job_name(fn: Callable, job: tuple) -> str:
+    "fn(arguments), long arguments cut short: 'train(0.2, [0, 1, 2, 3, 4, 5, ...])'."
+    return f"{getattr(fn, '__name__', 'fn')}{_SHORT.repr(job)}"
+
+def _not_run(fn: Callable, jobs: Sequence[tuple], left: list[int]) -> str:
+    "The end of a failure's message: the jobs that did not run (or were stopped), a few by name."
+    if not left: return ''
+    names = ', '.join(_job_name(fn, jobs[i]) for i in sorted(left)[:3])
+    more = f" and {len(left) - 3} more" if len(left) > 3 else ''
+    return f"; {len(left)} job(s) did not finish: {names}{more}"
+
 def _one_thread_call(fn: Callable, job: tuple):
     "fn(*job) at one thread (a worker's setting, also used when there is no worker)."
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try: return fn(*job)
-    except Exception as e:
-        name = getattr(fn, '__name__', fn)
-        raise RuntimeError(f"{name}{job!r} failed: {type(e).__name__}: {e}") from e
     finally: torch.set_num_threads(threads)
 
-_WORK: list = []  # (fn,) of the running map_runs: a forked worker finds it here, nothing is pickled
+_WORK: list = []  # [fn, jobs] of the running map_runs: a forked worker finds them, nothing pickled
 
-def _worker(item: tuple[int, tuple]) -> tuple[int, object]:
-    index, job = item
-    return index, _one_thread_call(_WORK[0], job)
+def _worker(connection, index: int) -> None:
+    "A worker process's whole life: run job `index`, send back ('ok', result) or ('error', why)."
+    try: message = ('ok', _one_thread_call(_WORK[0], _WORK[1][index]))
+    except BaseException as e:  # sys.exit inside a run too: the parent says what happened
+        message = ('error', f"{type(e).__name__}: {str(e)[:300]}")
+    try: connection.send(message)
+    except Exception as e:  # pickle cannot carry the result: say so instead of dying mute
+        connection.send(('error', f"its result cannot be sent back ({type(e).__name__}: {e})"))
+    connection.close()
+
+def _lost(process) -> str:
+    "Why a worker ended with no result: its signal (SIGKILL: the out-of-memory killer's) or code."
+    process.join()
+    code = process.exitcode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else -code
+        oom = ' (the out-of-memory killer sends it)' if -code == signal.SIGKILL else ''
+        return f"its worker process was killed by {name}{oom}"
+    return f"its worker process exited with code {code} before returning a result"
+
 
 # %% ../nbs/experiments.ipynb #d3d8f10f
+def _run_forked(fn: Callable, jobs: list[tuple], processes: int, bar) -> list:
+    "Each job in a process of its own forked from this one, `processes` at a time."
+    context = multiprocessing.get_context('fork')
+    results, waiting, running = [None] * len(jobs), list(range(len(jobs))), {}
+    _WORK[:] = [fn, jobs]
+    try:
+        while waiting or running:
+            while waiting and len(running) < processes:
+                index = waiting.pop(0)
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=_worker, args=(send, index), daemon=True)
+                process.start()
+                send.close()  # the worker holds the only writing end: EOF here if it dies
+                running[receive] = (index, process)
+            for receive in multiprocessing.connection.wait(list(running)):
+                index, process = running.pop(receive)
+                try: status, value = receive.recv()
+                except (EOFError, OSError): status, value = 'lost', _lost(process)
+                receive.close()
+                process.join()
+                if status != 'ok':
+                    left = waiting + [i for i, _ in running.values()]
+                    why = 'failed: ' + value if status == 'error' else value
+                    raise RuntimeError(f"{_job_name(fn, jobs[index])} {why}"
+                                       f"{_not_run(fn, jobs, left)}")
+                results[index] = value
+                bar.update()
+        return results
+    finally:  # a failure or Ctrl-C: stop the other workers, leave no process behind
+        for _, process in running.values(): process.kill()
+        for _, process in running.values(): process.join()
+        _WORK.clear()
+
 def map_runs(
     fn: Callable, # one run: fn(*job) -> its result (picklable: numbers, frames, tensors, modules)
     jobs: Sequence[tuple], # the arguments of each run
@@ -226,32 +297,49 @@ def map_runs(
     jobs = list(jobs)
     bad = [j for j in jobs if not isinstance(j, tuple)]
     if bad:
-        raise TypeError("jobs must be tuples of arguments, "
-                        f"got {type(bad[0]).__name__}: {bad[0]!r}")
+        raise TypeError(f"jobs must be tuples of arguments, got {type(bad[0]).__name__}: "
+                        f"{_SHORT.repr(bad[0])}")
     if processes is None:  # the cores this process may run on
         processes = (len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity')
                      else os.cpu_count() or 1)
     processes = min(check_positive_int(processes, 'processes'), max(1, len(jobs)))
-    bar = tqdm(total=len(jobs), desc=desc, disable=not progress, mininterval=5)
-    results: list = [None] * len(jobs)
-    try:
-        if processes == 1 or not _fork_available():
-            for i, job in enumerate(jobs):
-                results[i] = _one_thread_call(fn, job)
-                bar.update()
-            return results
-        _WORK[:] = [fn]
-        with multiprocessing.get_context('fork').Pool(processes) as pool:
-            for i, result in pool.imap_unordered(_worker, enumerate(jobs)):
-                results[i] = result
-                bar.update()
+    with tqdm(total=len(jobs), desc=desc, disable=not progress, mininterval=5) as bar:
+        if processes > 1 and _fork_available(): return _run_forked(fn, jobs, processes, bar)
+        results = []
+        for i, job in enumerate(jobs):
+            try: results.append(_one_thread_call(fn, job))
+            except (Exception, SystemExit) as e:  # as in a worker: Ctrl-C alone stops the course
+                left = _not_run(fn, jobs, list(range(i + 1, len(jobs))))
+                raise RuntimeError(f"{_job_name(fn, job)} failed: {type(e).__name__}: "
+                                   f"{str(e)[:300]}{left}") from e
+            bar.update()
         return results
-    finally:
-        _WORK.clear()
-        bar.close()
+
 
 # %% ../nbs/experiments.ipynb #c2cf43ac
 SHARED_RUNS_VARIABLE = 'CONTRASTIVE_NB_SHARED_RUNS'  # the folder where shared_run keeps results
+
+_MISSING = object()  # a name that is not a global
+_LIBRARIES = tuple(sorted({sysconfig.get_paths()[k]  # where the standard library and packages live
+                           for k in ('stdlib', 'platstdlib', 'purelib', 'platlib')}))
+
+def _is_user_code(obj) -> bool:
+    "Whether obj may change while no library's version does: this package, a notebook, a file."
+    name = getattr(obj, '__module__', None) or ''
+    if name == '__main__' or name.split('.')[0] == 'contrastive_nb': return True
+    module = sys.modules.get(name)
+    if module is None: return True  # a module made from a file and never registered
+    file = getattr(module, '__file__', None)
+    return file is not None and not file.startswith(_LIBRARIES)
+
+@functools.cache
+def _package_code() -> str:
+    "This package's version and a hash of its sources, read once: an edited library is a new key."
+    import contrastive_nb
+    h = hashlib.sha256(contrastive_nb.__version__.encode())
+    for path in sorted(Path(contrastive_nb.__file__).parent.glob('*.py')):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
 
 def _code_fingerprint(code, h) -> None:
     "Feed compiled code to `h` (a function without source): instructions, names, constants."
@@ -261,36 +349,89 @@ def _code_fingerprint(code, h) -> None:
         if inspect.iscode(const): _code_fingerprint(const, h)
         else: h.update(repr(const).encode())
 
-def _fingerprint(value, h) -> None:
-    "Feed a value's identity to the hash `h`, by value; refuse what cannot be identified."
+def _global_names(code) -> list[str]:
+    "The global names the code (nested functions included) reads, in order; not attributes."
+    names = [i.argval for i in dis.get_instructions(code)
+             if i.opname in ('LOAD_GLOBAL', 'LOAD_NAME')]
+    return names + [n for c in code.co_consts if inspect.iscode(c) for n in _global_names(c)]
+
+def _function_code(fn, h, seen: set) -> None:
+    "A function by its name, source, defaults, and the code and constants it reaches by name."
+    fn = inspect.unwrap(fn)
+    h.update(f'F{fn.__qualname__}'.encode())
+    if id(fn) in seen: return  # recursion: named once
+    seen.add(id(fn))
+    try: h.update(inspect.getsource(fn).encode())  # by source, not by module: a lesson's
+    except (OSError, TypeError): _code_fingerprint(fn.__code__, h)  # cell is its exported copy
+    _fingerprint((fn.__defaults__ or (), fn.__kwdefaults__ or {}), h, seen, strict=False)
+    for name in dict.fromkeys(_global_names(fn.__code__)):
+        value = fn.__globals__.get(name, _MISSING)
+        if inspect.isfunction(value) and _is_user_code(value):
+            _function_code(value, h, seen)  # a helper it calls, edited, is another run
+        elif inspect.isclass(value) and _is_user_code(value): _class_code(value, h, seen)
+        elif value is None or type(value) in (bool, int, float, str, bytes):
+            h.update(f'G{name}={value!r}'.encode())  # a constant it reads
+
+def _class_code(cls: type, h, seen: set) -> None:
+    "A class by its name and the code of the methods it and its user-code bases define."
+    h.update(f'K{cls.__module__ if not _is_user_code(cls) else ""}.{cls.__qualname__}'.encode())
+    if id(cls) in seen or not _is_user_code(cls): return  # a library's: its version says it
+    seen.add(id(cls))
+    for klass in (k for k in cls.__mro__ if _is_user_code(k)):
+        for name, member in vars(klass).items():
+            member = member.fget if isinstance(member, property) else member
+            member = getattr(member, '__func__', member)  # static and class methods
+            if inspect.isfunction(member):
+                h.update(name.encode())
+                _function_code(member, h, seen)
+
+
+# %% ../nbs/experiments.ipynb #5e1f0a77
+_SCALARS = (bool, int, float, str, bytes, np.generic, torch.dtype, torch.device)
+
+def _digest(value, seen: set) -> str:
+    h = hashlib.sha256()
+    _fingerprint(value, h, seen)
+    return h.hexdigest()
+
+def _fingerprint(value, h, seen: set, strict: bool = True) -> None:
+    "Feed a value's identity to `h`, by value; refuse what cannot be identified (if `strict`)."
+    kind = type(value)
     if isinstance(value, Tensor):
         data = value.detach().cpu().contiguous().reshape(-1)
-        h.update(f'T{value.dtype}{tuple(value.shape)}{value.device.type}'.encode())
+        h.update(f'T{kind.__name__}{value.dtype}{tuple(value.shape)}{value.device.type}'.encode())
         h.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b'')
-    elif isinstance(value, nn.Module):
-        kind = f'{type(value).__module__}.{type(value).__qualname__}'
-        h.update(f'M{kind}{value!r}{value.training}'.encode())
-        _fingerprint(value.state_dict(), h)
+    elif isinstance(value, nn.Module):  # code, then every attribute: weights, buffers,
+        _class_code(kind, h, seen)      # submodules, hooks, the training flag, plain settings
+        _fingerprint(vars(value), h, seen, strict)
     elif isinstance(value, dict):
         h.update(f'D{len(value)}'.encode())
-        for k, v in value.items(): _fingerprint(k, h); _fingerprint(v, h)
+        for item in value.items(): _fingerprint(item, h, seen, strict)
     elif isinstance(value, (list, tuple)):
-        h.update(f'L{type(value).__name__}{len(value)}'.encode())
-        for v in value: _fingerprint(v, h)
-    elif value is None or isinstance(value, (bool, int, float, str)) or is_dataclass(value):
-        h.update(f'V{type(value).__qualname__}{value!r}'.encode())
-    elif inspect.isfunction(value) and '<' not in value.__qualname__ and not value.__closure__:
-        h.update(f'F{value.__qualname__}'.encode())  # by name and source, not by module: a
-        try: h.update(inspect.getsource(value).encode())  # lesson's cell is its exported copy
-        except (OSError, TypeError): _code_fingerprint(value.__code__, h)  # no source to read
-        _fingerprint((value.__defaults__ or (), value.__kwdefaults__ or {}), h)
-    else:
-        raise TypeError(f"shared_run cannot fingerprint a {type(value).__name__} ({value!r:.60}): "
+        h.update(f'L{kind.__name__}{len(value)}'.encode())
+        for v in value: _fingerprint(v, h, seen, strict)
+    elif isinstance(value, (set, frozenset)):  # no order of its own: sorted digests
+        h.update(f'S{len(value)}{sorted(_digest(v, seen) for v in value)}'.encode())
+    elif value is None or isinstance(value, _SCALARS):
+        h.update(f'V{kind.__qualname__}{value!r}'.encode())
+    elif isinstance(value, PurePath): h.update(f'P{value}'.encode())
+    elif is_dataclass(value) and not isinstance(value, type):  # field by field, repr or not
+        _class_code(kind, h, seen)
+        state = (vars(value) if hasattr(value, '__dict__')
+                 else {f.name: getattr(value, f.name) for f in fields(value)})
+        _fingerprint(state, h, seen, strict)
+    elif inspect.isclass(value): _class_code(value, h, seen)
+    elif inspect.isfunction(value) and (not strict or '<' not in value.__qualname__
+                                        and not value.__closure__):
+        _function_code(value, h, seen)
+    elif not strict: h.update(f'?{kind.__module__}.{kind.__qualname__}'.encode())  # a helper's
+    else:                                                            # default: its type, at least
+        raise TypeError(f"shared_run cannot fingerprint a {kind.__name__} ({value!r:.60}): "
                         "pass tensors, modules, numbers, strings, dataclasses, named functions "
                         "without a closure, or lists and dicts of them")
 
 def run_fingerprint(fn: Callable, *args, **kwargs) -> str:
-    "A hex digest of fn, its arguments by value, torch's version and the thread count."
+    "A hex digest of fn (and the code it calls), its arguments by value, and the versions."
     if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     try: signature = inspect.signature(fn)
     except (TypeError, ValueError): signature = None  # some builtins have none
@@ -298,11 +439,59 @@ def run_fingerprint(fn: Callable, *args, **kwargs) -> str:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         args, kwargs = (), bound.arguments
-    h = hashlib.sha256(f'{torch.__version__} threads={torch.get_num_threads()}'.encode())
-    for part in (fn, args, dict(sorted(kwargs.items()))): _fingerprint(part, h)
+    h = hashlib.sha256(f'torch {torch.__version__} numpy {np.__version__} contrastive_nb '
+                       f'{_package_code()} threads={torch.get_num_threads()}'.encode())
+    seen: set = set()
+    for part in (fn, args, dict(sorted(kwargs.items()))): _fingerprint(part, h, seen)
     return h.hexdigest()
 
+
 # %% ../nbs/experiments.ipynb #c1586f75
+_KEEPS = "tensors, numbers, strings, None, and lists, tuples and dicts of them"
+
+def _unkeepable(value, where: str = 'it') -> str | None:
+    "What in `value` torch.load(weights_only=True) would not give back as it was; None if nothing."
+    kind = type(value)
+    if kind in (Tensor, nn.Parameter):
+        return None if value.grad_fn is None else f"{where} is a tensor with a graph: detach it"
+    if value is None or kind in (bool, int, float, str): return None
+    if kind in (list, tuple):
+        return next(filter(None, (_unkeepable(v, f'{where}[{i}]') for i, v in enumerate(value))),
+                    None)
+    if kind in (dict, OrderedDict):
+        bad_key = next((k for k in value if type(k) not in (str, int)), None)
+        if bad_key is not None: return f"{where} has the key {bad_key!r}, neither a str nor an int"
+        return next(filter(None, (_unkeepable(v, f'{where}[{k!r}]') for k, v in value.items())),
+                    None)
+    return f"{where} is a {kind.__module__}.{kind.__qualname__}"
+
+def _read_kept(path: Path) -> tuple[bool, object]:
+    "(True, the result) from a kept file whose CRC-32s pass; (False, None), said, if it is damaged."
+    damage = zip_damage(path)  # torch.load would return a flipped bit as if it were good
+    if damage is None:
+        try: return True, torch.load(path, weights_only=True)
+        except Exception as e: damage = f"it cannot be read ({type(e).__name__}: {str(e)[:120]})"
+    warnings.warn(f"shared_run: {path} is damaged ({damage}); computing the run again")
+    return False, None
+
+def _keep(result, path: Path, name: str) -> None:
+    "Write `result` to `path` whole (atomically), or say why it is not kept; never lose the run."
+    problem = _unkeepable(result, 'the result')
+    if problem:
+        warnings.warn(f"shared_run does not keep {name}'s result: {problem}; it keeps {_KEEPS}. "
+                      "The result is returned, and computed again at the next call")
+        return
+    partial = path.with_suffix(f'.{os.getpid()}.part')  # a reader never sees half a file
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(result, partial)
+        os.replace(partial, path)
+    except BaseException as e:
+        partial.unlink(missing_ok=True)  # no litter, whatever stopped the write
+        if not isinstance(e, Exception): raise  # Ctrl-C stops the course
+        warnings.warn(f"shared_run could not keep {name}'s result in {path.parent} "
+                      f"({type(e).__name__}: {e}); it is returned, not kept")
+
 def shared_run(
     fn: Callable, # a named function of its arguments alone; it must not change them in place
     *args, # its arguments (by value: see run_fingerprint)
@@ -313,10 +502,10 @@ def shared_run(
     key = run_fingerprint(fn, *args, **kwargs)  # refuses what it cannot identify, shared or not
     if not folder: return fn(*args, **kwargs)
     path = Path(folder) / f'{key}.pt'
-    if path.exists(): return torch.load(path, weights_only=True)
+    if path.exists():
+        found, result = _read_kept(path)
+        if found: return result
     result = fn(*args, **kwargs)
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f'.{os.getpid()}.part')  # a reader never sees half a file
-    torch.save(result, partial)
-    os.replace(partial, path)
+    _keep(result, path, fn.__name__)
     return result
+

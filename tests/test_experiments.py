@@ -1,0 +1,244 @@
+"""The experiments machinery under faults: a kept run that cannot lie, keys that cannot collide, workers that
+cannot hang. The tools page (nbs/experiments.ipynb) shows each behaviour once; these tests break it on purpose."""
+import dataclasses, multiprocessing, os, shutil, signal, subprocess, sys, textwrap, warnings, zipfile
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from conftest import ROOT
+from contrastive_nb import experiments as ex
+from contrastive_nb.experiments import SHARED_RUNS_VARIABLE, map_runs, run_fingerprint, shared_run
+
+CALLS: list = []
+
+def weights(n: int, scale: float = 1.0) -> dict:
+    "A run whose result is kept: tensors, numbers, strings, lists and dicts of them."
+    CALLS.append(n)
+    return {'w': torch.arange(n, dtype=torch.float32) * scale, 'n': n, 'name': 'w', 'parts': [1.5, None]}
+
+@pytest.fixture
+def shared(tmp_path, monkeypatch):
+    "A folder for shared runs, named by the environment variable, and an empty call log."
+    monkeypatch.setenv(SHARED_RUNS_VARIABLE, str(tmp_path))
+    CALLS.clear()
+    return tmp_path
+
+def only_kept(folder: Path) -> Path:
+    files = sorted(folder.iterdir())
+    assert len(files) == 1 and files[0].suffix == '.pt', files
+    return files[0]
+
+# --- a kept result that cannot lie ---------------------------------------------------------------------------
+
+def flip_a_data_byte(path: Path) -> None:
+    "Flip one bit inside the stored bytes of the first tensor (the zip's directory stays intact)."
+    with zipfile.ZipFile(path) as archive:
+        info = next(i for i in archive.infolist() if '/data/' in i.filename)
+    raw, h = bytearray(path.read_bytes()), info.header_offset  # the record's local header
+    name_len, extra_len = (int.from_bytes(raw[h + i:h + i + 2], 'little') for i in (26, 28))
+    raw[h + 30 + name_len + extra_len + 5] ^= 0x10  # stored uncompressed: a byte of the weights
+    path.write_bytes(bytes(raw))
+
+@pytest.mark.parametrize('damage', ['flipped bit', 'truncated', 'empty'])
+def test_a_damaged_kept_run_is_named_and_computed_again(shared, damage):
+    first = shared_run(weights, 64)
+    path = only_kept(shared)
+    if damage == 'flipped bit': flip_a_data_byte(path)
+    elif damage == 'truncated': path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    else: path.write_bytes(b'')
+    if damage == 'flipped bit':  # what torch.load alone would have returned: the damaged value
+        assert not torch.equal(torch.load(path, weights_only=True)['w'], first['w'])
+    with pytest.warns(UserWarning, match=rf"{path.name} is damaged .*computing the run again"):
+        again = shared_run(weights, 64)
+    assert CALLS == [64, 64] and torch.equal(again['w'], first['w'])
+    assert only_kept(shared) == path and ex.zip_damage(path) is None  # replaced by a good one
+    assert torch.equal(shared_run(weights, 64)['w'], first['w']) and CALLS == [64, 64]
+
+def frame_run(n: int): CALLS.append(n); return pd.DataFrame({'loss': [1.0, 0.5][:n]})
+def module_run(n: int): CALLS.append(n); return nn.Linear(n, 1)
+def numpy_run(n: int): CALLS.append(n); return {'score': np.float64(0.5) * n}
+def graph_run(n: int): CALLS.append(n); return torch.ones(n, requires_grad=True) * 2
+def key_run(n: int): CALLS.append(n); return {(n, 1): 1.0}
+
+@pytest.mark.parametrize('fn, what', [(frame_run, 'the result is a pandas.*DataFrame'),
+                                      (module_run, r"the result is a torch.nn.*Linear"),
+                                      (numpy_run, r"the result\['score'\] is a numpy.float64"),
+                                      (graph_run, 'the result is a tensor with a graph: detach it'),
+                                      (key_run, r'the result has the key \(2, 1\), neither a str nor an int')])
+def test_a_result_it_cannot_read_back_is_returned_not_kept(shared, fn, what):
+    for call in (1, 2):  # never a poisoned file: the second call computes again, without an error
+        with pytest.warns(UserWarning, match=f"does not keep {fn.__name__}'s result: {what}; it keeps tensors"):
+            result = shared_run(fn, 2)
+        assert result is not None
+    assert CALLS == [2, 2] and list(shared.iterdir()) == []
+
+def kept_value(value): CALLS.append(1); return value
+
+def test_what_it_keeps_comes_back_exactly(shared):
+    value = {'t': torch.tensor([1.0, float('nan')]), 'p': nn.Parameter(torch.ones(2)), 'i': torch.arange(3),
+             'od': OrderedDict(a=torch.zeros(1)), 'tuple': (1, 2.5, 'x', None, True), 'list': [[], {}, -0.0],
+             7: 'int key', 'big': 2 ** 70}
+    shared_run(kept_value, value)
+    back = shared_run(kept_value, value)
+    assert CALLS == [1]
+    def same(a, b):
+        assert type(a) is type(b), (a, b)
+        if isinstance(a, torch.Tensor): assert torch.equal(a.nan_to_num(), b.nan_to_num()) and a.dtype == b.dtype
+        elif isinstance(a, dict): assert list(a) == list(b) and all(same(a[k], b[k]) is None for k in a)
+        elif isinstance(a, (list, tuple)): assert len(a) == len(b) and all(same(x, y) is None for x, y in zip(a, b))
+        else: assert repr(a) == repr(b)
+    same(value, back)
+
+def test_a_failed_write_leaves_no_part_file_and_returns_the_run(shared, monkeypatch):
+    real_save = torch.save
+    def full_disk(obj, f, *a, **k):
+        real_save(obj, f, *a, **k)
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(torch, 'save', full_disk)
+    with pytest.warns(UserWarning, match='could not keep weights.s result .*No space left'):
+        assert shared_run(weights, 8)['n'] == 8
+    assert list(shared.iterdir()) == []
+    def interrupted(obj, f, *a, **k):
+        real_save(obj, f, *a, **k)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(torch, 'save', interrupted)
+    with pytest.raises(KeyboardInterrupt): shared_run(weights, 9)
+    assert list(shared.iterdir()) == []
+
+# --- keys that cannot collide ----------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    table: torch.Tensor
+    hidden: float = dataclasses.field(default=0.0, repr=False)
+
+def setting_run(setting: Setting) -> float: return float(setting.table.sum()) + setting.hidden
+
+def test_dataclasses_are_keyed_field_by_field():
+    a = torch.zeros(5000)
+    b = a.clone(); b[2500] = 1.0  # torch's repr shows the ends of a long tensor only
+    assert repr(Setting(a)) == repr(Setting(b))
+    assert run_fingerprint(setting_run, Setting(a)) != run_fingerprint(setting_run, Setting(b))
+    assert run_fingerprint(setting_run, Setting(a, 1.0)) != run_fingerprint(setting_run, Setting(a, 0.0))
+    assert run_fingerprint(setting_run, Setting(a)) == run_fingerprint(setting_run, Setting(a.clone()))
+
+class Scaled(nn.Module):
+    "A module whose forward depends on a plain attribute, in neither its repr nor its state_dict."
+    def __init__(self, scale: float):
+        super().__init__()
+        self.linear, self.scale = nn.Linear(2, 2), scale
+    def forward(self, x): return self.linear(x) * self.scale
+
+def module_out(model: nn.Module) -> torch.Tensor: return model(torch.ones(1, 2))
+
+def test_modules_are_keyed_by_their_plain_attributes_too():
+    torch.manual_seed(0)
+    one = Scaled(1.0)
+    two = Scaled(2.0)
+    two.load_state_dict(one.state_dict())
+    assert repr(one) == repr(two)
+    assert run_fingerprint(module_out, one) != run_fingerprint(module_out, two)
+    twin = Scaled(1.0); twin.load_state_dict(one.state_dict())
+    assert run_fingerprint(module_out, one) == run_fingerprint(module_out, twin)
+    twin.eval()
+    assert run_fingerprint(module_out, one) != run_fingerprint(module_out, twin)
+
+def load_module(folder: Path, name: str, source: str):
+    import importlib.util
+    (folder / f'{name}.py').write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, folder / f'{name}.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+CALLER = '''
+    LIMIT = {limit}
+    def helper(x): return x * {factor}
+    class Tool:
+        def apply(self, x): return helper(x) + {offset}
+    def run(x): return Tool().apply(min(x, LIMIT))
+'''
+
+def test_a_function_is_keyed_with_the_helpers_classes_and_constants_it_uses(tmp_path):
+    key = lambda name, **s: run_fingerprint(load_module(tmp_path, name, CALLER.format(**s)).run, 3)
+    base = dict(limit=10, factor=2, offset=0)
+    assert key('a', **base) == key('b', **base)  # the same code in another module: the same run
+    assert key('c', **{**base, 'factor': 3}) != key('a', **base)   # an edited helper
+    assert key('d', **{**base, 'offset': 1}) != key('a', **base)   # an edited class it uses
+    assert key('e', **{**base, 'limit': 11}) != key('a', **base)   # a constant it reads
+
+def test_an_edited_package_is_another_key(tmp_path):
+    "The package's sources are in every key: a cache folder that outlives a code change is not trusted."
+    shutil.copytree(Path(ex.__file__).parent, tmp_path / 'contrastive_nb',  # the package under test
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    script = ('from contrastive_nb.experiments import run_fingerprint\n'
+              'def f(x): return x\nprint(run_fingerprint(f, 1))')
+    def key():
+        env = {**os.environ, 'PYTHONPATH': str(tmp_path)}
+        out = subprocess.run([sys.executable, '-c', script], env=env, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+    before = key()
+    assert key() == before
+    with open(tmp_path / 'contrastive_nb' / 'pairs.py', 'a') as f: f.write('\n# an edit\n')
+    assert key() != before
+
+# --- workers that cannot hang ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def watchdog():
+    "Fail the test instead of hanging: SIGALRM after 60 s."
+    def expired(signum, frame): raise TimeoutError('map_runs hung: a lost worker was never noticed')
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+def killed_at(x: int, victim: int = 2) -> int:
+    if x == victim: os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer does
+    return x
+
+@pytest.mark.skipif(not ex._fork_available(), reason='workers are forked')
+def test_a_killed_worker_is_named_not_waited_for(watchdog):
+    with pytest.raises(RuntimeError, match=r"killed_at\(2,\) its worker process was killed by SIGKILL"
+                                           r".*did not finish") as error:
+        map_runs(killed_at, [(i,) for i in range(6)], processes=2, progress=False)
+    assert 'killed_at(5,)' in str(error.value) or 'more' in str(error.value)
+    assert multiprocessing.active_children() == []  # the other workers are stopped, none left behind
+    assert map_runs(killed_at, [(1,), (3,)], processes=2, progress=False) == [1, 3]  # usable after
+
+def exits(x: int) -> int:
+    if x == 1: sys.exit(3)
+    return x
+
+def unsendable(x: int): return lambda: x  # pickle cannot carry a lambda back
+
+@pytest.mark.parametrize('processes', [1, 2])
+def test_a_run_that_exits_is_named(watchdog, processes):
+    with pytest.raises(RuntimeError, match=r"exits\(1,\) failed: SystemExit: 3"):
+        map_runs(exits, [(0,), (1,)], processes=processes, progress=False)
+
+@pytest.mark.skipif(not ex._fork_available(), reason='workers are forked')
+def test_a_result_pickle_cannot_carry_is_named(watchdog):
+    with pytest.raises(RuntimeError, match=r"unsendable\(0,\) failed: its result cannot be sent back"):
+        map_runs(unsendable, [(0,), (1,)], processes=2, progress=False)
+
+def fails_on_long(values: list, x: int = 0) -> int:
+    raise ValueError('x' * 100_000)
+
+@pytest.mark.parametrize('processes', [1, 2])
+def test_messages_cut_long_arguments_short(watchdog, processes):
+    long = list(range(300_000))
+    with pytest.raises(RuntimeError) as error:
+        map_runs(fails_on_long, [(long,), (long, 1)], processes=processes, progress=False)
+    message = str(error.value)
+    assert len(message) < 800 and message.startswith('fails_on_long([0, 1, 2, 3, 4, 5, ...],) failed: ValueError')
+    with pytest.raises(TypeError) as error: map_runs(fails_on_long, [long])
+    assert len(str(error.value)) < 300
