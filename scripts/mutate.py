@@ -11,9 +11,13 @@ why, when you report it).
 
 Usage:
     python scripts/mutate.py MODULE [--tests tests/test_x.py ...] [--sample N] [--seed S] [--timeout SECONDS]
+                                    [--functions NAME ...]
 
-`--sample N` runs a random sample of N mutants (the kill rate then carries a standard error, printed). The working
-tree is never modified: other work can go on while this runs.
+`--sample N` runs a random sample of N mutants (the kill rate then carries a standard error, printed).
+`--functions` keeps the mutants inside the named functions and classes (a part of a module, such as clip's SigLIP
+code). A mutant whose tests run past `--timeout` is counted apart: a timeout is neither a kill nor a survivor (a
+mutant that makes a loop endless is caught, but not by an assertion). The working tree is never modified: other
+work can go on while this runs.
 """
 from __future__ import annotations
 
@@ -36,10 +40,12 @@ class Mutant:
     after: str
     kind: str
 
-def _code_lines(source: str) -> set[int]:
+def _code_lines(source: str, within: set[str] | None = None) -> set[int]:
     "Line numbers that hold executable statements inside functions (not docstrings, signatures or imports)."
-    lines = set()
-    for node in ast.walk(ast.parse(source)):
+    lines, tree = set(), ast.parse(source)
+    if within is not None:  # only inside the named top-level functions and classes
+        tree = ast.Module([n for n in tree.body if getattr(n, 'name', None) in within], [])
+    for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body[1:] if (node.body and isinstance(node.body[0], ast.Expr)
                                      and isinstance(node.body[0].value, ast.Constant)) else node.body
@@ -63,10 +69,10 @@ def _token_mutants(source: str, lineno: int, text: str) -> list[Mutant]:
         out.append(Mutant(lineno, text, re.sub(r'\bnot\s+', '', text, count=1), 'drop not'))
     return out
 
-def mutants(source: str) -> list[Mutant]:
-    "Every candidate mutant of a module whose mutated source still compiles."
+def mutants(source: str, within: set[str] | None = None) -> list[Mutant]:
+    "Every candidate mutant of a module (or of the named functions and classes) that still compiles."
     lines, found = source.splitlines(), []
-    for lineno in sorted(_code_lines(source)):
+    for lineno in sorted(_code_lines(source, within)):
         text = lines[lineno - 1]
         stripped, indent = text.strip(), text[:len(text) - len(text.lstrip())]
         candidates = _token_mutants(source, lineno, text)
@@ -98,12 +104,17 @@ def main() -> int:
     ap.add_argument('--sample', type=int)
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--timeout', type=float, default=300)
+    ap.add_argument('--functions', nargs='+', help='mutate only inside these top-level functions and classes')
     args = ap.parse_args()
     source_path = PACKAGE / f'{args.module}.py'
     # By default the module's own tests and its entries in the bad-input registry (-k selects both by name).
     tests = args.tests or [f'tests/test_{args.module}.py', 'tests/test_bad_input.py', '-k', args.module]
     source = source_path.read_text()
-    todo = mutants(source)
+    within = set(args.functions) if args.functions else None
+    todo = mutants(source, within)
+    if within and not todo:
+        print(f'No mutant inside {sorted(within)}: are they top-level names of {args.module}?', file=sys.stderr)
+        return 2
     total = len(todo)
     if args.sample and args.sample < total: todo = random.Random(args.seed).sample(todo, args.sample)
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,20 +128,23 @@ def main() -> int:
         if run_tests(checkout, tests, args.timeout) != 'survived':
             print(f'The tests fail on the unmutated package: fix them first ({" ".join(tests)})', file=sys.stderr)
             return 2
-        lines, survivors, killed, start = source.splitlines(), [], 0, time.perf_counter()
+        lines, survivors, killed, timeouts, start = source.splitlines(), [], 0, [], time.perf_counter()
         for i, m in enumerate(todo, 1):
             (copy / source_path.name).write_text('\n'.join(lines[:m.line - 1] + [m.after] + lines[m.line:]) + '\n')
             outcome = run_tests(checkout, tests, args.timeout)
-            killed += outcome != 'survived'
+            killed += outcome == 'killed'
             if outcome == 'survived': survivors.append(m)
+            if outcome == 'timeout': timeouts.append(m)
             print(f'[{i}/{len(todo)}] line {m.line} {m.kind}: {outcome}', flush=True)
         (copy / source_path.name).write_text(source)
-    n = len(todo)
+    n = len(todo) - len(timeouts)  # the rate is over the mutants whose tests finished
     rate = killed / n if n else 1.0
     se = math.sqrt(rate * (1 - rate) / n) * math.sqrt(1 - n / total) if n and total > 1 else 0.0
     print(f'\n{args.module}: {killed} of {n} mutants killed ({rate:.1%}'
           + (f' ± {se:.1%} SE, a sample of {n} of {total}' if n < total else '')
-          + f') in {time.perf_counter() - start:.0f} s')
+          + f') in {time.perf_counter() - start:.0f} s'
+          + (f'; {len(timeouts)} more timed out (counted apart)' if timeouts else ''))
+    for m in timeouts: print(f'  timed out: line {m.line} ({m.kind}): {m.before.strip()}  =>  {m.after.strip()}')
     for m in survivors: print(f'  survived: line {m.line} ({m.kind}): {m.before.strip()}  =>  {m.after.strip()}')
     return 0
 
