@@ -398,8 +398,15 @@ def _fingerprint(value, h, seen: set, strict: bool = True) -> None:
     "Feed a value's identity to `h`, by value; refuse what cannot be identified (if `strict`)."
     kind = type(value)
     if isinstance(value, Tensor):
-        data = value.detach().cpu().contiguous().reshape(-1)
-        h.update(f'T{kind.__name__}{value.dtype}{tuple(value.shape)}{value.device.type}'.encode())
+        if value.device.type == 'meta' or value.is_quantized:
+            raise TypeError(f"shared_run cannot fingerprint a {value.device.type} tensor of "
+                            f"{value.dtype}: give its values as a plain tensor")
+        data = value.detach() if value.layout == torch.strided else value.detach().to_dense()
+        data = data.resolve_conj().resolve_neg().cpu().reshape(-1)  # its values, in order
+        if data.numel() and data.stride(0) != 1:  # (one element can keep any stride)
+            data = torch.empty(data.shape, dtype=data.dtype).copy_(data)
+        h.update(f'T{kind.__name__}{value.dtype}{value.layout}{tuple(value.shape)}'
+                 f'{value.device.type}'.encode())
         h.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b'')
     elif isinstance(value, nn.Module):  # code, then every attribute: weights, buffers,
         _class_code(kind, h, seen)      # submodules, hooks, the training flag, plain settings
@@ -436,7 +443,10 @@ def run_fingerprint(fn: Callable, *args, **kwargs) -> str:
     try: signature = inspect.signature(fn)
     except (TypeError, ValueError): signature = None  # some builtins have none
     if signature is not None:  # f(x, 2) and f(x, scale=2) are one run; so is an omitted default
-        bound = signature.bind(*args, **kwargs)
+        try: bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"the arguments do not fit {getattr(fn, '__name__', 'fn')}"
+                            f"{signature}: {e}") from None
         bound.apply_defaults()
         args, kwargs = (), bound.arguments
     h = hashlib.sha256(f'torch {torch.__version__} numpy {np.__version__} contrastive_nb '

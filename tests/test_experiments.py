@@ -189,6 +189,11 @@ def test_an_edited_package_is_another_key(tmp_path):
     with open(tmp_path / 'contrastive_nb' / 'pairs.py', 'a') as f: f.write('\n# an edit\n')
     assert key() != before
 
+def countdown(n: int) -> int: return 0 if n == 0 else countdown(n - 1)
+
+def test_a_recursive_function_is_named_once():
+    assert run_fingerprint(countdown, 3) == run_fingerprint(countdown, 3) != run_fingerprint(countdown, 4)
+
 # --- workers that cannot hang ----------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -207,8 +212,8 @@ def killed_at(x: int, victim: int = 2) -> int:
 
 @pytest.mark.skipif(not ex._fork_available(), reason='workers are forked')
 def test_a_killed_worker_is_named_not_waited_for(watchdog):
-    with pytest.raises(RuntimeError, match=r"killed_at\(2,\) its worker process was killed by SIGKILL"
-                                           r".*did not finish") as error:
+    with pytest.raises(RuntimeError, match=r"killed_at\(2,\) its worker process was killed by SIGKILL "
+                                           r"\(the out-of-memory killer sends it\).*did not finish") as error:
         map_runs(killed_at, [(i,) for i in range(6)], processes=2, progress=False)
     assert 'killed_at(5,)' in str(error.value) or 'more' in str(error.value)
     assert multiprocessing.active_children() == []  # the other workers are stopped, none left behind
@@ -242,3 +247,10 @@ def test_messages_cut_long_arguments_short(watchdog, processes):
     assert len(message) < 800 and message.startswith('fails_on_long([0, 1, 2, 3, 4, 5, ...],) failed: ValueError')
     with pytest.raises(TypeError) as error: map_runs(fails_on_long, [long])
     assert len(str(error.value)) < 300
+
+def square(x: int) -> int: return x * x
+
+@pytest.mark.parametrize('processes', [1, 2])
+def test_the_progress_bar_counts_every_run(capsys, processes):
+    assert map_runs(square, [(1,), (2,), (3,)], processes=processes, desc='grid') == [1, 4, 9]
+    assert 'grid: 100%' in capsys.readouterr().err
