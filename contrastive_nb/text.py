@@ -376,7 +376,10 @@ def mnrl_loss(
     if a.shape != p.shape:
         raise ValueError(f"anchors {tuple(a.shape)} and positives {tuple(p.shape)} must have "
                          "the same shape: one positive per anchor")
-    scale = check_number(scale, 'scale', low=0.0, low_open=True)
+    wide = torch.promote_types(a.dtype, p.dtype)  # float32 and float64 rows: one product
+    a, p = a.to(wide), p.to(wide)
+    # the loss reaches 2 × scale when a negative beats the positive: that must fit the dtype
+    scale = check_number(scale, 'scale', low=0.0, low_open=True, high=torch.finfo(a.dtype).max / 4)
     check_choice(reduction, 'reduction', REDUCTIONS)
     n = len(a)
     keys, key_labels = p, None
@@ -429,6 +432,9 @@ def matryoshka_loss(
     "Matryoshka loss: the loss summed over nested prefixes of the embeddings, each re-normalised."
     check_tensor(anchors, 'anchors', ndim=2, dtype='float', nonempty=True)
     check_tensor(positives, 'positives', ndim=2, dtype='float', nonempty=True)
+    if anchors.shape != positives.shape:  # prefixes of both would hide a narrower positive
+        raise ValueError(f"anchors {tuple(anchors.shape)} and positives {tuple(positives.shape)} "
+                         "must have the same shape: one positive per anchor")
     dims = _check_prefix_dims(dims, 'dims', anchors.shape[1])
     weights = [1.0] * len(dims) if weights is None else weights
     if not isinstance(weights, (list, tuple)) or len(weights) != len(dims):
@@ -437,9 +443,14 @@ def matryoshka_loss(
     weights = [check_number(w, 'weights', low=0.0) for w in weights]
     loss = mnrl_loss if loss is None else loss
     if not callable(loss): raise TypeError(f"loss must be callable, got {type(loss).__name__}")
-    prefix = lambda x, m: F.normalize(x[:, :m], dim=1)
-    return sum(w * loss(prefix(anchors, m), prefix(positives, m), **options)
+    return sum(w * loss(_unit_prefix(anchors, m), _unit_prefix(positives, m), **options)
                for m, w in zip(dims, weights))
+
+def _unit_prefix(x: Tensor, m: int) -> Tensor:
+    "The first m columns, each row at length 1 (a zero row stays zero, for the loss to name)."
+    x = x[:, :m]  # divided by its largest |value| first: the squares of 1e30 overflow float32
+    largest = x.detach().abs().amax(1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+    return F.normalize(x / largest, dim=1)
 
 # %% ../nbs/11_text_retrieval.ipynb #1ffedafc
 def mine_hard_negatives(
@@ -736,7 +747,7 @@ def _read_search(
         held = f"a {kind!r} file" if kind else f"a {type(saved).__name__}"
         raise CheckpointError(f"{path} is not a TicketSearch file: it holds {held}")
     version = saved.get('version', 1)
-    if version not in _READABLE:
+    if type(version) is not int or version not in _READABLE:  # True == 1, but no writer wrote it
         raise CheckpointError(f"{path} is a TicketSearch file of version {version!r}; this "
                               f"contrastive_nb reads versions {_READABLE} (upgrade it to read "
                               "newer)")
@@ -778,8 +789,14 @@ class TicketSearch:
             texts: list[str], # the corpus to search
            ) -> TicketSearch: # self, with every text embedded
         "Embed and store the corpus."
-        self.texts = _check_texts(texts)
-        self.embeddings = self.encoder.encode(self.texts)
+        texts = _check_texts(texts)
+        embeddings = self.encoder.encode(texts)
+        broken = torch.nonzero(~torch.isfinite(embeddings).all(1)).flatten().tolist()
+        if broken:  # every score would be NaN, and the ranking arbitrary
+            raise ValueError(f"the encoder gives NaN or inf embeddings for {len(broken)} of the "
+                             f"{len(texts)} texts (texts[{broken[0]}] first): its weights are "
+                             "not finite (a diverged or damaged encoder)")
+        self.texts, self.embeddings = texts, embeddings
         _warn_if_untrained(self.embeddings)
         return self
 

@@ -446,6 +446,10 @@ def test_load_refuses_every_bad_file_naming_it(tmp_path):
         (write('trainer.pt', {'model': {}, 'step': 3}), 'not a TicketSearch file: it holds a dict'),
         (write('clip.pt', {**saved, 'format': 'CLIP'}), "not a TicketSearch file: it holds a 'CLIP'"),
         (write('newer.pt', {**saved, 'version': 3}), 'TicketSearch file of version 3; this'),
+        (write('bool_version.pt', {**saved, 'version': True}), 'TicketSearch file of version True'),  # True == 1
+        (write('nan_weights.pt', {**saved, 'state': {k: v * math.nan if v.is_floating_point() else v
+                                                     for k, v in saved['state'].items()}}),
+         'damaged TicketSearch file (ValueError: the encoder gives NaN or inf embeddings'),  # NaN scores
         (write('bad_search.pt', {**saved, 'search': {'hybrid': 'yes'}}), 'damaged TicketSearch file'),
         (write('odd_search.pt', {**saved, 'search': {'fusion': 'rrf'}}), 'damaged TicketSearch file'),
         (write('damaged.pt', {**saved, 'config': {**saved['config'], 'dim': 5}}), 'damaged'),
@@ -484,6 +488,17 @@ def test_search_bad_input(call, error):
     search.fit(['charged twice', 'app crashes', 'sync fails', 'refund please', 'dark mode'])
     with pytest.raises(error):
         call(search)
+
+
+def test_fit_refuses_an_encoder_whose_embeddings_are_not_finite():
+    # a diverged encoder's NaN embeddings were searched: every score NaN, the ranking arbitrary
+    torch.manual_seed(0)
+    encoder = T.TextEncoder(n_buckets=100, dim=4, hidden=4, out_dim=4)
+    search = T.TicketSearch(encoder).fit(['charged twice', 'app crashes'])
+    with torch.no_grad(): next(encoder.parameters()).fill_(math.inf)
+    with pytest.raises(ValueError, match=r'NaN or inf embeddings for 2 of the 2 texts \(texts\[0\] first\)'):
+        search.fit(['charged twice', 'app crashes'])
+    assert search.texts == ['charged twice', 'app crashes']  # the fitted search is left as it was
 
 
 def test_ticket_search_warns_about_an_untrained_encoder_and_not_a_trained_one():
@@ -562,6 +577,35 @@ def test_a_row_of_equal_scores_adds_nothing(normalisation, value):
     # z-scores used to read the rounding of the mean of equal scores as a spread: ±1, not 0
     flat = torch.full((2, 7), value, dtype=torch.float64 if isinstance(value, float) else torch.int64)
     assert T.weighted_score_fusion(flat, flat, 0.5, normalisation).abs().max() == 0
+
+@pytest.mark.parametrize('dtype, scale', [(torch.float32, 1e30), (torch.float64, 1e200)])
+def test_matryoshka_loss_at_huge_values_is_its_loss_at_1(dtype, scale):
+    # each prefix's squares overflowed in F.normalize: every row became zero and mnrl_loss said "zero vector"
+    g = torch.Generator().manual_seed(3)
+    a, p = (torch.randn(6, 8, generator=g, dtype=dtype) for _ in range(2))
+    assert torch.allclose(T.matryoshka_loss(scale * a, scale * p, dims=(2, 4, 8)),
+                          T.matryoshka_loss(a, p, dims=(2, 4, 8)), rtol=1e-5)
+
+def test_matryoshka_loss_refuses_positives_of_another_width():
+    g = torch.Generator().manual_seed(3)
+    a, p = torch.randn(6, 8, generator=g), torch.randn(6, 4, generator=g)
+    with pytest.raises(ValueError, match=r'anchors \(6, 8\) and positives \(6, 4\) must have the same shape'):
+        T.matryoshka_loss(a, p, dims=(2, 4))  # every prefix fits both: the narrower positive went unnoticed
+
+def test_mnrl_loss_refuses_a_scale_whose_logits_overflow():
+    g = torch.Generator().manual_seed(3)
+    a, p = torch.randn(6, 8, generator=g), torch.randn(6, 8, generator=g)
+    with pytest.raises(ValueError, match='scale must be'): T.mnrl_loss(a, p, scale=1e308)  # was NaN
+    assert torch.isfinite(T.mnrl_loss(a, p, scale=1e30))
+    assert torch.isfinite(T.mnrl_loss(a.double(), p.double(), scale=1e300))
+
+def test_mnrl_loss_takes_anchors_and_positives_of_two_float_dtypes():
+    # float64 anchors and float32 positives: torch's "expected m1 and m2 to have the same dtype" from the product
+    g = torch.Generator().manual_seed(3)
+    a, p = torch.randn(6, 8, generator=g, dtype=torch.float64), torch.randn(6, 8, generator=g)
+    loss = T.mnrl_loss(a, p)
+    assert loss.dtype == torch.float64 and torch.allclose(loss, T.mnrl_loss(a, p.double()))
+    assert torch.allclose(T.mnrl_loss(p.half(), a), T.mnrl_loss(p.half().double(), a))
 
 def test_choose_fusion_picks_the_better_system_and_the_first_on_ties():
     g = torch.Generator().manual_seed(0)
