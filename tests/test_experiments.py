@@ -33,6 +33,23 @@ def only_kept(folder: Path) -> Path:
     assert len(files) == 1 and files[0].suffix == '.pt', files
     return files[0]
 
+# --- the paired interval ---------------------------------------------------------------------------------------
+
+def test_paired_difference_by_hand():
+    "Differences 0.19, 0.17, 0.20: mean 0.18667, sd 0.015275, se 0.0088192, t(0.975, 2) = 4.302653."
+    d = ex.paired_difference([0.40, 0.37, 0.42], [0.21, 0.20, 0.22])
+    assert d.n == 3 and d.level == 0.95
+    assert d.mean == pytest.approx(0.186667, abs=1e-6) and d.se == pytest.approx(0.0088192, abs=1e-6)
+    assert (d.low, d.high) == pytest.approx((0.186667 - 0.037946, 0.186667 + 0.037946), abs=1e-5)
+    assert d.excludes_zero and format(d) == '+0.187 [+0.149, +0.225]'
+    level_90 = ex.paired_difference([0.40, 0.37, 0.42], [0.21, 0.20, 0.22], level=0.9)
+    assert level_90.high - level_90.low < d.high - d.low and level_90.level == 0.9
+
+@pytest.mark.parametrize('low, high, excludes', [(0.2, 0.5, True), (0.5, 1.5, True), (-0.1, 0.3, False),
+                                                 (-0.4, -0.2, True), (-1.5, -0.5, True), (0.0, 0.3, False)])
+def test_excludes_zero(low, high, excludes):
+    assert ex.PairedDifference(0.1, low, high, 0.05, 3, 0.95).excludes_zero is excludes
+
 # --- a kept result that cannot lie ---------------------------------------------------------------------------
 
 def flip_a_data_byte(path: Path) -> None:
@@ -109,6 +126,11 @@ def test_a_failed_write_leaves_no_part_file_and_returns_the_run(shared, monkeypa
     monkeypatch.setattr(torch, 'save', interrupted)
     with pytest.raises(KeyboardInterrupt): shared_run(weights, 9)
     assert list(shared.iterdir()) == []
+
+def test_keyword_arguments_are_part_of_the_key(shared):
+    two, three = shared_run(weights, 4, scale=2.0), shared_run(weights, 4, scale=3.0)
+    assert CALLS == [4, 4] and torch.equal(three['w'], torch.arange(4.0) * 3)
+    assert torch.equal(shared_run(weights, 4, 2.0)['w'], two['w']) and CALLS == [4, 4]  # spelt otherwise
 
 # --- keys that cannot collide ----------------------------------------------------------------------------------
 
