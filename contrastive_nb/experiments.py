@@ -16,6 +16,7 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import reprlib
 import signal
 import sys
@@ -232,9 +233,12 @@ def _worker(connection, index: int) -> None:
     try: message = ('ok', _one_thread_call(_WORK[0], _WORK[1][index]))
     except BaseException as e:  # sys.exit inside a run too: the parent says what happened
         message = ('error', f"{type(e).__name__}: {str(e)[:300]}")
-    try: connection.send(message)
+    # Plain pickle: a tensor's bytes travel in the message. (multiprocessing's pickler would move
+    # them to shared memory, to be fetched from this process after it has exited.)
+    try: data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # pickle cannot carry the result: say so instead of dying mute
-        connection.send(('error', f"its result cannot be sent back ({type(e).__name__}: {e})"))
+        data = pickle.dumps(('error', f"its result cannot be sent back ({type(e).__name__}: {e})"))
+    connection.send_bytes(data)
     connection.close()
 
 def _lost(process) -> str:
@@ -265,7 +269,7 @@ def _run_forked(fn: Callable, jobs: list[tuple], processes: int, bar) -> list:
                 running[receive] = (index, process)
             for receive in multiprocessing.connection.wait(list(running)):
                 index, process = running.pop(receive)
-                try: status, value = receive.recv()
+                try: status, value = pickle.loads(receive.recv_bytes())
                 except (EOFError, OSError): status, value = 'lost', _lost(process)
                 receive.close()
                 process.join()

@@ -276,3 +276,17 @@ def square(x: int) -> int: return x * x
 def test_the_progress_bar_counts_every_run(capsys, processes):
     assert map_runs(square, [(1,), (2,), (3,)], processes=processes, desc='grid') == [1, 4, 9]
     assert 'grid: 100%' in capsys.readouterr().err
+
+def trained_like(n: int) -> dict:
+    "What a lesson's run returns: tensors, a module, a frame."
+    torch.manual_seed(n)
+    return {'weights': torch.randn(n, 1000), 'model': nn.Linear(3, n), 'history': pd.DataFrame({'loss': [0.5] * n})}
+
+@pytest.mark.skipif(not ex._fork_available(), reason='workers are forked')
+def test_tensors_modules_and_frames_come_back_from_workers(watchdog):
+    "A worker exits after sending: its result must travel whole in the message, not in shared memory it owns."
+    parallel = map_runs(trained_like, [(300,), (2,), (5,)], processes=2, progress=False)
+    alone = map_runs(trained_like, [(300,), (2,), (5,)], processes=1, progress=False)
+    for a, b in zip(parallel, alone):
+        assert torch.equal(a['weights'], b['weights']) and a['history'].equals(b['history'])
+        assert all(torch.equal(x, y) for x, y in zip(a['model'].state_dict().values(), b['model'].state_dict().values()))
