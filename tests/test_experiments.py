@@ -50,6 +50,41 @@ def test_paired_difference_by_hand():
 def test_excludes_zero(low, high, excludes):
     assert ex.PairedDifference(0.1, low, high, 0.05, 3, 0.95).excludes_zero is excludes
 
+def test_series_are_paired_by_seed_and_lists_by_position():
+    a = pd.Series([0.40, 0.37, 0.42], index=[0, 1, 2])
+    b = pd.Series([0.22, 0.21, 0.20], index=[2, 0, 1])  # seeds 2, 0, 1: aligned to 0.21, 0.20, 0.22
+    assert ex.paired_difference(a, b).se == pytest.approx(0.0088192, abs=1e-6)  # differences 0.19, 0.17, 0.20
+    positional = ex.paired_difference(a, [0.22, 0.21, 0.20])  # a list pairs by position: 0.18, 0.16, 0.22
+    assert positional.se == pytest.approx(0.0176383, abs=1e-6)
+    with pytest.raises(ValueError, match='indexed by the same seeds'):
+        ex.paired_difference(a, pd.Series([0.2, 0.2, 0.2], index=[0, 1, 5]))
+
+# --- the claims a notebook carries ------------------------------------------------------------------------------
+
+def claims_cell(*outputs, source='show_claims(rows)'):
+    return {'cell_type': 'code', 'source': source, 'metadata': {}, 'outputs': list(outputs)}
+
+def claims_output(rows):
+    return {'output_type': 'execute_result', 'data': {ex.CLAIMS_MIME: {'claims': rows}}}
+
+ROW = {'claim': 'a claim', 'source': 'Someone 2020', 'lesson': '03', 'measured': '0.4', 'verdict': 'reproduced'}
+
+def test_claims_are_read_from_the_marked_output():
+    plain = {'output_type': 'stream', 'name': 'stdout', 'text': 'rows ready'}
+    nb = {'cells': [{'cell_type': 'markdown', 'source': 'show_claims(', 'metadata': {}},
+                    claims_cell(plain, claims_output([ROW, {**ROW, 'claim': 'another'}]))]}
+    assert [c.claim for c in ex._claims_in(nb, 'lesson')] == ['a claim', 'another']
+    assert ex._claims_in({'cells': [claims_cell(source='print(1)')]}, 'lesson') == []
+
+@pytest.mark.parametrize('cells, error', [
+    ([claims_cell()], 'has a show_claims cell without its output: run it'),
+    ([claims_cell(claims_output([ROW])), claims_cell(claims_output([ROW]))], 'has 2 claims outputs'),
+    ([claims_cell(claims_output([{'claim': 'x'}]))], 'its claims output is not a list of claims'),
+    ([claims_cell(claims_output([{**ROW, 'verdict': ''}]))], 'its claims output is not a list of claims')])
+def test_a_notebook_with_bad_claims_is_named(cells, error):
+    with pytest.raises(ValueError, match=f'lesson 05 {error}|lesson 05: {error}'):
+        ex._claims_in({'cells': cells}, 'lesson 05')
+
 # --- a kept result that cannot lie ---------------------------------------------------------------------------
 
 def flip_a_data_byte(path: Path) -> None:
