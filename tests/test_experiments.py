@@ -325,3 +325,13 @@ def test_tensors_modules_and_frames_come_back_from_workers(watchdog):
     for a, b in zip(parallel, alone):
         assert torch.equal(a['weights'], b['weights']) and a['history'].equals(b['history'])
         assert all(torch.equal(x, y) for x, y in zip(a['model'].state_dict().values(), b['model'].state_dict().values()))
+
+def process_id() -> int: return os.getpid()
+
+def test_one_process_runs_here_and_more_run_in_workers():
+    "processes=1 (or one job) runs in this process: a debugger stops in it, its prints show up here."
+    here = os.getpid()
+    assert map_runs(process_id, [(), ()], processes=1, progress=False) == [here, here]
+    assert map_runs(process_id, [()], processes=2, progress=False) == [here]
+    if ex._fork_available():
+        assert here not in map_runs(process_id, [(), ()], processes=2, progress=False)
