@@ -28,7 +28,8 @@ __all__ = ['simsiam_loss', 'byol_loss', 'byol_momentum', 'cross_correlation', 'b
 
 # %% ../nbs/13_without_negatives.ipynb #0cc554d2
 def _check_rows(tensors: dict[str, Tensor], check_values: bool = True) -> None:
-    "Batches (N, D) of one shape with N >= 2, floating point and (when checked) finite."
+    "Batches (N, D) of one shape with N >= 2, D >= 1, floating point and (when checked) finite."
+    check_bool(check_values, 'check_values')
     names = list(tensors)
     for name, x in tensors.items():
         check_tensor(x, name, ndim=2, dtype='float', finite=check_values)
@@ -40,6 +41,9 @@ def _check_rows(tensors: dict[str, Tensor], check_values: bool = True) -> None:
     if len(first) < 2:
         raise ValueError(f"{names[0]} has {len(first)} row: the methods of this lesson need a "
                          "batch of at least 2 sources (their statistics, and BatchNorm's)")
+    if first.shape[1] == 0:
+        raise ValueError(f"{names[0]} has 0 columns (shape {tuple(first.shape)}): an embedding "
+                         "needs at least one dimension")
 
 def _wide(x: Tensor) -> Tensor: return x.to(torch.promote_types(x.dtype, torch.float32))
 
@@ -116,7 +120,8 @@ def _standardised(z: Tensor, eps: float) -> Tensor:
     return (z - z.mean(0)) / torch.sqrt(z.var(0, unbiased=False) + eps)
 
 def _correlation(z1: Tensor, z2: Tensor, eps: float) -> Tensor:
-    return _standardised(z1, eps).T @ _standardised(z2, eps) / len(z1)
+    wide = torch.promote_types(z1.dtype, z2.dtype)  # float32 and float64 views: one product
+    return _standardised(z1.to(wide), eps).T @ _standardised(z2.to(wide), eps) / len(z1)
 
 def barlow_twins_loss(
     z1: Tensor, # (N, D) embeddings of the first views
@@ -131,7 +136,11 @@ def barlow_twins_loss(
     eps = check_number(eps, 'eps', low=0.0, low_open=True)
     c = _correlation(z1, z2, eps)
     diagonal = torch.diagonal(c)
-    return (1 - diagonal).pow(2).sum() + lambda_ * (c.pow(2).sum() - diagonal.pow(2).sum())
+    loss = (1 - diagonal).pow(2).sum() + lambda_ * (c.pow(2).sum() - diagonal.pow(2).sum())
+    if check_values and not torch.isfinite(loss):  # |C_ij| <= 1: only λ can take it past the dtype
+        raise ValueError(f"lambda_ ({lambda_:g}) is too large: λ times the {c.numel() - len(c)} "
+                         f"off-diagonal terms overflows {loss.dtype}")
+    return loss
 
 # %% ../nbs/13_without_negatives.ipynb #36b5fd36
 def _vicreg_terms(z1: Tensor, z2: Tensor, gamma: float, eps: float) -> dict[str, Tensor]:
@@ -149,9 +158,12 @@ def _vicreg_terms(z1: Tensor, z2: Tensor, gamma: float, eps: float) -> dict[str,
     return {'invariance': F.mse_loss(_wide(z1), _wide(z2)), 'variance': v1 / 2 + v2 / 2,
             'covariance': c1 + c2}
 
-def _overflow_error(terms: dict[str, Tensor], z1: Tensor, z2: Tensor) -> ValueError:
+def _overflow_error(terms: dict[str, Tensor], z1: Tensor, z2: Tensor, gamma: float) -> ValueError:
     "VICReg is not scale-free: the terms that overflowed, and the embeddings' largest |value|."
     names = ' and '.join(name for name, t in terms.items() if not torch.isfinite(t))
+    if names == 'variance':  # each hinge is at most γ, whatever z1 and z2
+        return ValueError(f"gamma ({gamma:g}) is too large: VICReg's variance term, up to γ per "
+                          f"dimension, overflows {terms['variance'].dtype}")
     largest = max(z1.detach().abs().max().item(), z2.detach().abs().max().item())
     return ValueError(f"z1 and z2 (values up to {largest:.3g}) are too large for VICReg in "
                       f"{terms['invariance'].dtype}: its {names} overflows (the invariance "
@@ -171,7 +183,7 @@ def vicreg_terms(
     eps = check_number(eps, 'eps', low=0.0, low_open=True)
     terms = _vicreg_terms(z1, z2, gamma, eps)
     if check_values and not torch.isfinite(torch.stack(list(terms.values()))).all():
-        raise _overflow_error(terms, z1, z2)
+        raise _overflow_error(terms, z1, z2, gamma)
     return terms
 
 def vicreg_loss(

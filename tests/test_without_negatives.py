@@ -227,3 +227,31 @@ def test_lesson_13_losses_read_no_values_unchecked(monkeypatch):
     assert sum(fast.values()) == 0, fast
     with counting_reads(monkeypatch) as checked: vicreg_loss(z1, z2)
     assert sum(checked.values()) <= 4, checked  # z1's and z2's finite checks, the terms' and the loss's
+
+# --- as a hostile user (issue 41) -------------------------------------------------------------------------------
+
+def test_lesson_13_losses_refuse_embeddings_of_width_0_and_a_non_flag_check_values():
+    # width 0: an IndexError from inside torch (the row scale's amax) or a RuntimeError (VICReg's overflow message)
+    from contrastive_nb.without_negatives import byol_loss, cross_correlation, simsiam_loss, vicreg_terms
+    z = torch.zeros(4, 0)
+    calls = {'simsiam_loss': lambda **k: simsiam_loss(z, z, z, z, **k), 'byol_loss': lambda **k: byol_loss(z, z, z, z, **k),
+             'barlow_twins_loss': lambda **k: barlow_twins_loss(z, z, **k), 'vicreg_loss': lambda **k: vicreg_loss(z, z, **k),
+             'vicreg_terms': lambda **k: vicreg_terms(z, z, **k)}
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=r'has 0 columns \(shape \(4, 0\)\)'): call()
+        with pytest.raises(TypeError, match='check_values'): call(check_values='no')  # was read as True
+    with pytest.raises(ValueError, match='0 columns'): cross_correlation(z, z)
+
+def test_barlow_twins_takes_views_of_two_float_dtypes():
+    # float32 and float64 views: torch's "expected m1 and m2 to have the same dtype" from the product
+    from contrastive_nb.without_negatives import cross_correlation
+    z1, z2 = _rows(count=2, seed=7)
+    assert torch.allclose(cross_correlation(z1.float(), z2), cross_correlation(z1.float().double(), z2))
+    assert barlow_twins_loss(z1.float(), z2).dtype == torch.float64
+
+def test_a_weight_that_overflows_the_loss_is_named():
+    # |C_ij| <= 1 and each hinge <= γ: past the dtype only λ or γ can take them, and the error names that one
+    z1, z2 = (z.float() for z in _rows(count=2, seed=8))
+    with pytest.raises(ValueError, match=r'lambda_ \(1e\+300\) is too large'): barlow_twins_loss(z1, z2, lambda_=1e300)
+    with pytest.raises(ValueError, match=r'gamma \(1e\+300\) is too large'): vicreg_loss(z1, z2, gamma=1e300)
+    assert barlow_twins_loss(z1, z2, lambda_=1e300, check_values=False) == float('inf')  # the trainer reads it
