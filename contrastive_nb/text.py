@@ -706,6 +706,9 @@ def choose_fusion(
     normalisations: Sequence[str] = FUSION_NORMALISATIONS, # the normalisations to try
 ) -> tuple[float, str]: # (weight, normalisation) of best MRR; on a tie the first in grid order
     "The weighted sum's settings chosen on validation queries by MRR (never on test queries)."
+    if len(_score_matrix(dense, 'dense')) == 0:  # else an error about `ranks`, no argument here
+        raise ValueError(f"dense has no queries (shape {tuple(dense.shape)}): the settings are "
+                         "chosen on at least one validation query")
     if not isinstance(weights, (list, tuple)) or not weights:
         raise TypeError(f"weights must be a non-empty tuple of numbers, got {weights!r}")
     if not isinstance(normalisations, (list, tuple)) or not normalisations:

@@ -633,6 +633,7 @@ def test_choose_fusion_picks_the_better_system_and_the_first_on_ties():
     (lambda d, b: T.weighted_score_fusion(d, b[:, :3]), ValueError, 'dense and lexical must have one shape'),
     (lambda d, b: T.choose_fusion(d, b, b > 0, weights=()), TypeError, 'weights must be'),
     (lambda d, b: T.choose_fusion(d, b, b > 0, normalisations='minmax'), TypeError, 'normalisations'),
+    (lambda d, b: T.choose_fusion(d[:0], b[:0], b[:0] > 0), ValueError, 'dense has no queries'),  # was 'ranks'
 ])
 def test_fusion_bad_inputs(call, error, match):
     dense, bm25 = torch.tensor([[0.9, 0.5, 0.5, 0.1]]), torch.tensor([[0.0, 2.0, 0.0, 0.0]])
