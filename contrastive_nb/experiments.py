@@ -422,7 +422,7 @@ def _fingerprint(value, h, seen: set, strict: bool = True) -> None:
         h.update(f'L{kind.__name__}{len(value)}'.encode())
         for v in value: _fingerprint(v, h, seen, strict)
     elif isinstance(value, (set, frozenset)):  # no order of its own: sorted digests
-        h.update(f'S{len(value)}{sorted(_digest(v, seen) for v in value)}'.encode())
+        h.update(f'S{kind.__name__}{sorted(_digest(v, seen) for v in value)}'.encode())
     elif value is None or isinstance(value, _SCALARS):
         h.update(f'V{kind.__qualname__}{value!r}'.encode())
     elif isinstance(value, PurePath): h.update(f'P{value}'.encode())

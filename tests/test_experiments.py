@@ -50,6 +50,10 @@ def test_paired_difference_by_hand():
 def test_excludes_zero(low, high, excludes):
     assert ex.PairedDifference(0.1, low, high, 0.05, 3, 0.95).excludes_zero is excludes
 
+def test_two_seeds_are_enough_and_one_is_not():
+    assert ex.paired_difference([0.4, 0.5], [0.2, 0.2]).n == 2
+    with pytest.raises(ValueError, match='at least 2 seeds'): ex.paired_difference([0.4], [0.2])
+
 def test_series_are_paired_by_seed_and_lists_by_position():
     a = pd.Series([0.40, 0.37, 0.42], index=[0, 1, 2])
     b = pd.Series([0.22, 0.21, 0.20], index=[2, 0, 1])  # seeds 2, 0, 1: aligned to 0.21, 0.20, 0.22
@@ -248,6 +252,23 @@ def test_an_edited_package_is_another_key(tmp_path):
 
 def countdown(n: int) -> int: return 0 if n == 0 else countdown(n - 1)
 
+def identity(x): return x
+
+def test_sets_are_keyed_by_their_members_in_any_order():
+    assert run_fingerprint(identity, {1, 2, 'a'}) == run_fingerprint(identity, {'a', 2, 1})
+    assert run_fingerprint(identity, {1, 2}) != run_fingerprint(identity, {1, 3})
+    assert run_fingerprint(identity, frozenset({1})) != run_fingerprint(identity, {1})
+
+def make_adder(y: int):
+    def add(x: int): return x + y  # y is not in add's code
+    return add
+
+@pytest.mark.parametrize('value, kind', [(torch.Generator(), 'Generator'), (lambda x: x, 'function'),
+                                         (make_adder(1), 'function'), (object(), 'object')])
+def test_what_cannot_be_identified_is_refused(value, kind):
+    with pytest.raises(TypeError, match=f'shared_run cannot fingerprint a {kind}'):
+        run_fingerprint(identity, value)
+
 def test_a_recursive_function_is_named_once():
     assert run_fingerprint(countdown, 3) == run_fingerprint(countdown, 3) != run_fingerprint(countdown, 4)
 
@@ -333,5 +354,14 @@ def test_one_process_runs_here_and_more_run_in_workers():
     here = os.getpid()
     assert map_runs(process_id, [(), ()], processes=1, progress=False) == [here, here]
     assert map_runs(process_id, [()], processes=2, progress=False) == [here]
-    if ex._fork_available():
+    if 'fork' in multiprocessing.get_all_start_methods():  # Linux and macOS: workers are forked
         assert here not in map_runs(process_id, [(), ()], processes=2, progress=False)
+
+def vanishes(x: int) -> int:
+    if x == 1: os._exit(0)  # ends its process without an exception: nothing to report
+    return x
+
+@pytest.mark.skipif(not ex._fork_available(), reason='workers are forked')
+def test_a_worker_that_exits_quietly_is_named_with_its_code(watchdog):
+    with pytest.raises(RuntimeError, match=r"vanishes\(1,\) its worker process exited with code 0 before"):
+        map_runs(vanishes, [(0,), (1,)], processes=2, progress=False)
