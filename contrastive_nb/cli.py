@@ -215,6 +215,9 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 def _train(args: argparse.Namespace) -> dict:
+    for option in ('resume', 'config', 'run_dir'):  # '' is no path: not "none given"
+        if getattr(args, option) == '':
+            raise ValueError(f"--{option.replace('_', '-')} needs a path, got an empty one")
     given = _settings(args)
     if args.resume:
         extra = [args.config, args.run_dir, args.recipe]
@@ -228,13 +231,16 @@ def _train(args: argparse.Namespace) -> dict:
     # no --recipe: the dataset's 'default' recipe where it has one (Shapes': TrainConfig's own)
     name, base = _recipe_of(args.recipe, user.get('dataset') or 'shapes')
     base, note = _fit_warmup(base, user)
-    warmup, epochs = (_merge(base, user).get(k) for k in ('warmup_epochs', 'epochs'))
+    warmup, epochs = (_merge(base, user).get(k, getattr(TrainConfig, k))
+                      for k in ('warmup_epochs', 'epochs'))
     if 'warmup_epochs' in user and type(warmup) is type(epochs) is int and 0 < epochs <= warmup:
         raise ValueError(f"warmup_epochs ({warmup}) must be fewer than epochs ({epochs}): give a "
                          "smaller --warmup-epochs, or more --epochs")
     config = TrainConfig.from_dict(_merge(_merge(base, values), given))  # every check, no work
     if note and world()[1] == 0: _say(f"recipe {name}: {note}")
-    run_dir = [args.run_dir or str(Path('runs') / f"{config.method}-{config.dataset}-"
+    file, colon, name = config.method.rpartition(':')  # FILE.py:CLASS: a name, not a path
+    label = f"{Path(file).stem}.{name}" if colon else config.method
+    run_dir = [args.run_dir or str(Path('runs') / f"{label}-{config.dataset}-"
                                                    f"{time.strftime('%Y%m%d-%H%M%S')}")]
     if world()[0] > 1: dist.broadcast_object_list(run_dir, 0)  # rank 0's clock names the run
     run_dir = Path(run_dir[0])
@@ -329,7 +335,8 @@ def main(
     world_size, rank = world()  # read before the group is left
     try:
         report = _train(args) if args.command == 'train' else _evaluate(args)
-    except (TypeError, ValueError, FileNotFoundError, DatasetNotFoundError) as e:
+    except (TypeError, ValueError, FileNotFoundError, DatasetNotFoundError,
+            FloatingPointError) as e:  # FloatingPointError: the trainer's own, on a NaN loss
         if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
         print(f"contrastive-nb {args.command}: error: {e}", file=sys.stderr)
         return 2

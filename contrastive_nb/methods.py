@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import sys
 import traceback
 from collections.abc import Callable
@@ -136,6 +137,11 @@ class ContrastiveMethod(nn.Module):
                      ) -> Tensor: # the loss, detached
         "The loss of one batch with its gradient added to `.grad`; a method may own the backward."
         loss = self.loss(batch)
+        if not isinstance(loss, Tensor) or loss.numel() != 1 or not loss.requires_grad:
+            got = (type(loss).__name__ if not isinstance(loss, Tensor) else
+                   f"shape {tuple(loss.shape)}" if loss.numel() != 1 else "one without a gradient")
+            raise ValueError(f"{type(self).__name__}'s loss must be one number computed from the "
+                             f"networks (a scalar tensor with a gradient), got {got}")
         scale(loss).backward()
         return loss.detach()
 
@@ -200,12 +206,29 @@ class MethodSpec:
 
     def build(self, encoder: nn.Module, head: nn.Module, options: MethodOptions,
               setup: MethodSetup) -> ContrastiveMethod:
-        "The method, built and checked to be a `ContrastiveMethod`."
-        method = self.builder(encoder, head, check_options(options, self.options), setup)
+        "The method, built and checked to be a `ContrastiveMethod` that defines a loss."
+        options = check_options(options, self.options)
+        try: inspect.signature(self.builder).bind(encoder, head, options, setup)
+        except TypeError as e:  # an __init__ of its own with other arguments
+            raise TypeError(f"method {self.name!r} must be built as builder(encoder, head, "
+                            f"options, setup) (TwoViewMethod's __init__): {e}") from None
+        except ValueError: pass  # no signature to read (a builtin): the call says
+        method = self.builder(encoder, head, options, setup)
         if not isinstance(method, ContrastiveMethod):
             raise TypeError(f"method {self.name!r} built a {type(method).__name__}, not a "
                             "ContrastiveMethod")
+        if not _defines_loss(type(method)):
+            raise TypeError(f"method {self.name!r} ({type(method).__name__}) defines no loss: a "
+                            "TwoViewMethod defines pair_loss(z1, z2, batch), a ContrastiveMethod "
+                            "loss(batch)")
         return method
+
+def _defines_loss(cls: type) -> bool:
+    "Whether a method class computes a loss: loss or loss_backward, or a TwoViewMethod's pair_loss."
+    if cls.loss_backward is not ContrastiveMethod.loss_backward: return True
+    if issubclass(cls, TwoViewMethod) and cls.loss is TwoViewMethod.loss:
+        return cls.pair_loss is not TwoViewMethod.pair_loss
+    return cls.loss is not ContrastiveMethod.loss
 
 METHODS: dict[str, MethodSpec] = {}
 # the course's methods, in the lesson that teaches each: name -> (module, builder's name)
@@ -280,9 +303,8 @@ def _import_failure(file: str, path: Path, e: BaseException) -> str:
     if isinstance(e, SystemExit):  # sys.exit() or exit(): the file is a script, not a method
         return (f"method file {file} exits when imported (sys.exit({e.code!r}){at}): a method file "
                 "only defines its method")
-    first = (str(e).strip().splitlines() or [''])[0]
-    return f"method file {file} fails when run: {type(e).__name__}: {first}" + (
-        f" ({at[2:]})" if at else '')
+    what = ': '.join([type(e).__name__, *str(e).strip().splitlines()[:1]])  # one line
+    return f"method file {file} fails when run: {what}" + (f" ({at[2:]})" if at else '')
 
 def _load_file_method(name: str) -> MethodSpec:
     "Read FILE.py:CLASS: the class must be a ContrastiveMethod (or have a builder's signature)."
@@ -308,10 +330,15 @@ def _load_file_method(name: str) -> MethodSpec:
         found = sorted(k for k, v in vars(module).items() if isinstance(v, type)
                        and issubclass(v, ContrastiveMethod) and v.__module__ == module_name)
         raise ValueError(f"method file {file} defines no {attr!r}; its methods are {found}")
-    if not callable(builder):
-        raise TypeError(f"{name} must be a ContrastiveMethod class or a builder, got "
-                        f"{type(builder).__name__}")
-    spec = MethodSpec(name, builder, _options_of(builder, None), str(path.resolve()), digest)
+    if not callable(builder) or (isinstance(builder, type)
+                                 and not issubclass(builder, ContrastiveMethod)):
+        kind = 'a class' if isinstance(builder, type) else type(builder).__name__
+        raise TypeError(f"{name} must be a ContrastiveMethod class (a subclass of "
+                        f"contrastive_nb.methods.TwoViewMethod, say) or a builder, got {kind}")
+    try: options = _options_of(builder, None)
+    except TypeError as e:  # "options must be ...": the class's own attribute is Options
+        raise TypeError(f"{name}: its Options {str(e)[len('options '):]}") from None
+    spec = MethodSpec(name, builder, options, str(path.resolve()), digest)
     METHODS[name] = spec
     return spec
 
@@ -333,9 +360,12 @@ def method_spec(
         # a notebook's copy: the lesson's module is the method everything else is built from)
     if name in METHODS:
         spec = METHODS[name]
-        if spec.source and (not Path(spec.source).is_file()
-                            or _sha256(Path(spec.source)) != spec.sha256):
-            return _load_file_method(name)  # changed or gone since: read again (or say it is gone)
+        here = Path(name.rpartition(':')[0]).expanduser().resolve() if spec.source else None
+        if spec.source and (str(here) != spec.source or not here.is_file()
+                            or _sha256(here) != spec.sha256):
+            # another file by that name (a relative path, another folder), or changed or gone since:
+            # read again (or say it is gone)
+            return _load_file_method(name)
         return spec
     if ':' in name and name.split(':')[0].endswith('.py'): return _load_file_method(name)
     raise ValueError(f"method must be one of {method_names()}, or FILE.py:CLASS for a method "

@@ -677,8 +677,12 @@ class _Step:
         if self.world_size > 1: loss = self._average_gradients(loss)
         value = loss.item()
         if not math.isfinite(value):  # the mean over processes: they all stop together
-            raise FloatingPointError(f"the loss is {value} at step {self.step}: lower lr, or "
-                                     "use bfloat16 or float32 instead of float16")
+            half = ", or use bfloat16 or float32" if self.config.precision == 'float16' else ''
+            raise FloatingPointError(f"the loss is {value} at step {self.step}: lower lr{half}, "
+                                     f"or check the loss of method {self.config.method!r}")
+        if all(p.grad is None for p in self.parameters):  # a loss of constants: nothing learns
+            raise ValueError(f"the loss of method {self.config.method!r} reaches none of the "
+                             "parameters it trains (no gradient at all)")
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.scheduler.step()

@@ -468,3 +468,13 @@ def test_evaluate_measures_an_edited_baselines_json_again(tmp_path, capsys, monk
     assert code == 0, err
     assert json.loads(out)['baselines']['untrained_knn'] == pytest.approx(measured['untrained_knn'])
     assert json.loads(path.read_text())['test'] == pytest.approx(measured)  # measured again, and written again
+
+@pytest.mark.parametrize('option', ['--resume', '--config', '--run-dir'])
+def test_an_empty_path_is_refused_not_read_as_none_given(tmp_path, capsys, monkeypatch, option):
+    "`--resume ''` (an unset shell variable) started a new full-size default run instead of resuming."
+    from contrastive_nb import training
+    def boom(config): raise AssertionError('a run started')
+    monkeypatch.setattr(training, 'load_datasets', boom)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(capsys, 'train', option, '')
+    assert code == 2 and err.strip() == f'contrastive-nb train: error: {option} needs a path, got an empty one'

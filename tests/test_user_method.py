@@ -102,6 +102,7 @@ from contrastive_nb.methods import method_spec
     ('raise SystemExit("usage: method.py")\n', "exits when imported (sys.exit('usage: method.py'), at line 1)"),
     ('x = 1\nraise RuntimeError("no GPU here\\nsecond line")\n', 'fails when run: RuntimeError: no GPU here (at line 2)'),
     ('import no_such_module_41\n', "ModuleNotFoundError: No module named 'no_such_module_41'"),
+    ('raise GeneratorExit\n', 'fails when run: GeneratorExit (at line 1)'),  # no message: no empty ': '
 ])
 def test_a_method_file_that_exits_or_raises_on_import_is_one_line_naming_it(tmp_path, capsys, monkeypatch,
                                                                             body, words):
@@ -117,3 +118,52 @@ def test_a_ctrl_c_while_a_method_file_is_imported_goes_through_and_leaves_no_hal
     (tmp_path / 'slow.py').write_text('class Mine: pass\nraise KeyboardInterrupt\n')
     for _ in range(2):  # the second time runs the file again: not a half-made module without its method
         with pytest.raises(KeyboardInterrupt): method_spec(f'{tmp_path}/slow.py:Mine')
+
+# --- issue 41, a hostile user's method files: each refused in one line before (or at) its first step ---------------
+
+HEAD = 'import torch\nfrom contrastive_nb.methods import TwoViewMethod\n'
+TINY_ONE = [*TINY[:-4], '--epochs', '1']
+
+@pytest.mark.parametrize('body,words', [
+    ('class Mine:\n    pass\n', 'must be a ContrastiveMethod class (a subclass of'),  # was: Mine() takes no arguments
+    ('class Mine(TwoViewMethod):\n    Options = dict\n', 'its Options must be a MethodOptions dataclass'),
+    ('class Mine(TwoViewMethod):\n    pass\n', 'defines no loss: a TwoViewMethod defines pair_loss'),  # was a traceback
+    ('class Mine(TwoViewMethod):\n    def __init__(self):\n        super().__init__()\n',
+     'must be built as builder(encoder, head, options, setup)'),
+    ('class Mine(TwoViewMethod):\n    def pair_loss(self, z1, z2, batch): return (z1 - z2).pow(2)\n',
+     "Mine's loss must be one number computed from the networks (a scalar tensor with a gradient), got shape (16, 8)"),
+    ('class Mine(TwoViewMethod):\n    def pair_loss(self, z1, z2, batch): return torch.tensor(1.0, requires_grad=True)\n',
+     "reaches none of the parameters it trains"),  # was: trained nothing, silently
+    ('class Mine(TwoViewMethod):\n    def pair_loss(self, z1, z2, batch): return (z1 - z2).sum() * float("nan")\n',
+     "the loss is nan at step 0: lower lr, or check the loss of method"),  # was a FloatingPointError traceback
+])
+def test_a_hostile_method_file_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch, body, words):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'mine.py').write_text(HEAD + body)
+    code = main(['train', '--method', 'mine.py:Mine', *TINY_ONE, '--run-dir', 'run'])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and 'Traceback' not in err, err
+    assert err.strip().splitlines()[-1].startswith('contrastive-nb')
+    assert 'half' not in err and 'float16' not in err  # a float32 run is not told to leave float16
+
+def test_a_file_methods_default_run_folder_is_under_runs_named_by_its_stem_and_class(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'sub').mkdir()
+    (tmp_path / 'sub' / 'align_uniform.py').write_text(METHOD)
+    method = f"{tmp_path / 'sub' / 'align_uniform.py'}:AlignUniform"  # an absolute path
+    assert main(['train', '--method', method, *TINY_ONE]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    runs = list((tmp_path / 'runs').iterdir())
+    assert len(runs) == 1 and runs[0].name.startswith('align_uniform.AlignUniform-shapes-'), runs
+    assert sorted(p.name for p in (tmp_path / 'sub').iterdir()) == ['align_uniform.py']  # nothing beside the file
+
+def test_a_relative_method_file_name_means_the_file_in_the_current_folder(tmp_path, monkeypatch):
+    "method_spec kept the first file read under a name: another folder's file of that name was never read."
+    for folder, weight in (('a', '1.0'), ('b', '3.0')):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / 'align_uniform.py').write_text(METHOD.replace('weight: float = 1.0',
+                                                                           f'weight: float = {weight}'))
+    for folder, weight in (('a', 1.0), ('b', 3.0), ('a', 1.0)):
+        monkeypatch.chdir(tmp_path / folder)
+        spec = method_spec('align_uniform.py:AlignUniform')
+        assert spec.options().weight == weight and spec.source == str(tmp_path / folder / 'align_uniform.py')
