@@ -359,22 +359,30 @@ def _global_names(code) -> list[str]:
              if i.opname in ('LOAD_GLOBAL', 'LOAD_NAME')]
     return names + [n for c in code.co_consts if inspect.iscode(c) for n in _global_names(c)]
 
+def _reached(value, h, seen: set, label: str) -> None:
+    "What code reads without taking it as an argument: user code by its code, a constant by value."
+    if inspect.isfunction(value) and _is_user_code(value):
+        _function_code(value, h, seen)  # a helper it calls, edited, is another run
+    elif inspect.isclass(value) and _is_user_code(value): _class_code(value, h, seen)
+    elif value is None or type(value) in (bool, int, float, str, bytes):
+        h.update(f'G{label}={value!r}'.encode())  # a constant it reads
+
 def _function_code(fn, h, seen: set) -> None:
     "A function by its name, source, defaults, and the code and constants it reaches by name."
-    fn = inspect.unwrap(fn)
     h.update(f'F{fn.__qualname__}'.encode())
     if id(fn) in seen: return  # recursion: named once
     seen.add(id(fn))
-    try: h.update(inspect.getsource(fn).encode())  # by source, not by module: a lesson's
-    except (OSError, TypeError): _code_fingerprint(fn.__code__, h)  # cell is its exported copy
+    if hasattr(fn, '__wrapped__'): _code_fingerprint(fn.__code__, h)  # a decorator's wrapper:
+    else:  # its source would be the wrapped function's, reached below through its closure
+        try: h.update(inspect.getsource(fn).encode())  # by source, not by module: a lesson's
+        except (OSError, TypeError): _code_fingerprint(fn.__code__, h)  # cell is its export
     _fingerprint((fn.__defaults__ or (), fn.__kwdefaults__ or {}), h, seen, strict=False)
     for name in dict.fromkeys(_global_names(fn.__code__)):
-        value = fn.__globals__.get(name, _MISSING)
-        if inspect.isfunction(value) and _is_user_code(value):
-            _function_code(value, h, seen)  # a helper it calls, edited, is another run
-        elif inspect.isclass(value) and _is_user_code(value): _class_code(value, h, seen)
-        elif value is None or type(value) in (bool, int, float, str, bytes):
-            h.update(f'G{name}={value!r}'.encode())  # a constant it reads
+        _reached(fn.__globals__.get(name, _MISSING), h, seen, name)
+    for i, cell in enumerate(fn.__closure__ or ()):
+        try: _reached(cell.cell_contents, h, seen, f'closure {i}')
+        except ValueError: pass  # a cell not filled yet
+    _reached(getattr(fn, '__wrapped__', None), h, seen, 'wrapped')
 
 def _class_code(cls: type, h, seen: set) -> None:
     "A class by its name and the code of the methods it and its user-code bases define."

@@ -233,6 +233,22 @@ def test_a_function_is_keyed_with_the_helpers_classes_and_constants_it_uses(tmp_
     assert key('d', **{**base, 'offset': 1}) != key('a', **base)   # an edited class it uses
     assert key('e', **{**base, 'limit': 11}) != key('a', **base)   # a constant it reads
 
+DECORATED = '''
+    import functools
+    def logged(f):
+        @functools.wraps(f)
+        def wrapper(*args): return f(*args)
+        return wrapper
+    def inner(x): return x * {factor}
+    @logged
+    def helper(x): return inner(x)
+    def run(x): return helper(x)
+'''
+
+def test_a_decorated_helper_is_followed_into_what_it_wraps(tmp_path):
+    key = lambda name, factor: run_fingerprint(load_module(tmp_path, name, DECORATED.format(factor=factor)).run, 3)
+    assert key('a', 2) == key('b', 2) and key('c', 3) != key('a', 2)
+
 def test_an_edited_package_is_another_key(tmp_path):
     "The package's sources are in every key: a cache folder that outlives a code change is not trusted."
     shutil.copytree(Path(ex.__file__).parent, tmp_path / 'contrastive_nb',  # the package under test
