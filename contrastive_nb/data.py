@@ -641,6 +641,7 @@ _IDX_UBYTE = 0x08  # IDX's type code for unsigned bytes
 
 def _idx_bytes(path: Path) -> bytes:
     "The file's bytes, decompressed when they start with gzip's magic number."
+    if not path.is_file(): raise DatasetNotFoundError(f"{path} is not a file")
     data = path.read_bytes()
     if data[:2] != b'\x1f\x8b': return data
     try: return gzip.decompress(data)
@@ -697,6 +698,9 @@ def load_fashion_mnist(
     "Fashion-MNIST from its gzipped IDX files (as Debian's `dataset-fashion-mnist` installs them)."
     folder = FASHION_MNIST_ROOT if root is None else check_path(root, 'root')
     names = _FASHION_FILES[_flag(train, 'train')]
+    if folder.exists() and not folder.is_dir():
+        raise DatasetNotFoundError(f"root {folder} is a file: give the folder that holds the four "
+                                   "IDX files of Fashion-MNIST")
     paths = [_fashion_file(folder, n) for n in names]
     missing = [f'{n}.gz' for n, p in zip(names, paths) if p is None]
     if missing: raise _fashion_missing(folder, missing)
@@ -705,6 +709,7 @@ def load_fashion_mnist(
         raise DatasetFormatError(f"{paths[0]} holds images of {images.shape[1]} × "
                                  f"{images.shape[2]} pixels; Fashion-MNIST's are 28 × 28: it is "
                                  "another dataset's file")
+    if len(images) == 0: raise DatasetFormatError(f"{paths[0]} holds no images")
     if len(images) != len(labels):
         raise DatasetFormatError(f"{paths[0]} holds {len(images)} images but {paths[1]} "
                                  f"{len(labels)} labels: one of them is damaged")

@@ -614,6 +614,18 @@ def test_fashion_mnist_images_of_another_size_are_named(tmp_path):
     assert str(images) in str(e.value)
     assert len(load_fashion_mnist(folder, train=False)) == 3  # the other split is intact
 
+def test_fashion_mnist_without_images_or_in_a_file_is_named(tmp_path):
+    folder = write_fashion_mnist_fixture(tmp_path / 'fm', n=3)
+    for name, shape in (('train-images-idx3-ubyte.gz', (0, 28, 28)), ('train-labels-idx1-ubyte.gz', (0,))):
+        (folder / name).write_bytes(gzip.compress(idx_file(np.zeros(shape, np.uint8))))
+    with pytest.raises(DatasetFormatError, match='train-images-idx3-ubyte.gz holds no images'):
+        load_fashion_mnist(folder)
+    a_file = tmp_path / 'notes.txt'
+    a_file.write_text('not a folder')
+    with pytest.raises(DatasetNotFoundError, match='root .*notes.txt is a file: give the folder'):
+        load_fashion_mnist(a_file)
+    with pytest.raises(DatasetNotFoundError, match='fm is not a file'): read_idx(folder, 1)
+
 def test_load_fashion_mnist_rejects_bad_arguments(tmp_path):
     write_fashion_mnist_fixture(tmp_path, n=2)
     with pytest.raises(TypeError, match='root'): load_fashion_mnist(3)
