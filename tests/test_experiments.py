@@ -381,3 +381,11 @@ def vanishes(x: int) -> int:
 def test_a_worker_that_exits_quietly_is_named_with_its_code(watchdog):
     with pytest.raises(RuntimeError, match=r"vanishes\(1,\) its worker process exited with code 0 before"):
         map_runs(vanishes, [(0,), (1,)], processes=2, progress=False)
+
+@pytest.mark.skipif(not (ex._fork_available() and Path('/proc/self/fd').is_dir()), reason='Linux: /proc')
+def test_workers_leave_no_open_pipe_behind(watchdog):
+    "Each job opens a pipe: a course runs thousands of jobs in one kernel, so every end must be closed."
+    map_runs(square, [(1,)] * 2, processes=2, progress=False)  # whatever the first call opens once
+    before = len(os.listdir('/proc/self/fd'))
+    map_runs(square, [(i,) for i in range(12)], processes=2, progress=False)
+    assert len(os.listdir('/proc/self/fd')) == before
