@@ -512,3 +512,62 @@ def test_prior_bias_and_the_module():
 def test_siglip_bad_inputs(call, error, match):
     zi, zt = pairs()
     with pytest.raises(error, match=match): call(zi, zt)
+
+# --- the SigLIP method: the towers, its own t′ and b, the duplicate mask ---------------------------------------
+
+def siglip_method(**options):
+    from contrastive_nb.clip import SigLIP, SigLIPOptions
+    torch.manual_seed(0)
+    model = TinyCLIP(width=4, blocks=2, embed_dim=8).eval()  # eval: the towers' output is a plain function
+    return SigLIP(model, SigLIPOptions(**options)), model
+
+def siglip_batch():
+    from contrastive_nb.methods import Batch
+    data = make_shapes(6, size=8, seed=3)
+    texts = ['a red circle', 'a blue star', 'a red circle', 'a small shape', 'a blue star', 'a photo of a ring']
+    labels = torch.tensor([0, 1, 0, 2, 1, 3])  # what each caption says: rows 0, 2 and 1, 4 are duplicates
+    return Batch([data.images], torch.arange(6), labels, torch.Generator().manual_seed(0), texts=texts)
+
+def test_siglip_method_loss_is_the_double_loop_over_its_towers_with_its_own_scale_and_bias():
+    "SigLIP.loss: the towers' embeddings of the view and the captions, its t′ and b, duplicates left out."
+    batch = siglip_batch()
+    for mask in (True, False):
+        method, model = siglip_method(log_scale=1.2, bias=-3.0, mask_duplicates=mask)
+        assert method.n_views == 1 and method.model is model
+        with torch.no_grad(): zi, zt = model(batch.views[0], batch.texts)
+        want = siglip_loop(zi, zt, 1.2, -3.0, batch.labels.tolist() if mask else None)
+        loss = method.loss(batch)
+        assert isinstance(loss, torch.Tensor) and loss.shape == () and loss.requires_grad
+        assert loss.item() == pytest.approx(want, rel=1e-5)
+    # the mask matters on this batch: the two reference values differ by far more than the tolerance
+    assert siglip_loop(zi, zt, 1.2, -3.0, batch.labels.tolist()) < 0.99 * siglip_loop(zi, zt, 1.2, -3.0)
+
+def test_siglip_method_trains_its_scale_and_bias_from_its_options():
+    "t′ and b start at the options' values (or the paper's), are the method's parameters and get gradients."
+    from contrastive_nb.clip import SigLIP, SigLIPOptions
+    method, model = siglip_method(log_scale=0.5, bias=prior_bias(6))
+    assert method.sigmoid.log_scale.item() == pytest.approx(0.5)
+    assert method.sigmoid.bias.item() == pytest.approx(-math.log(5))
+    names = {n for n, _ in method.named_parameters()}
+    assert {'sigmoid.log_scale', 'sigmoid.bias'} <= names and len(names) == 2 + len(list(model.parameters()))
+    method.loss(siglip_batch()).backward()
+    assert method.sigmoid.log_scale.grad.abs() > 0 and method.sigmoid.bias.grad.abs() > 0
+    assert all(p.grad is not None for p in model.image_encoder.parameters())
+    default = SigLIP(model)  # no options: the paper's start
+    assert default.options == SigLIPOptions() and default.options.mask_duplicates is True
+    assert default.sigmoid.log_scale.item() == pytest.approx(math.log(10)) and default.sigmoid.bias.item() == -10.0
+
+def test_siglip_method_refuses_what_it_cannot_train():
+    from contrastive_nb.clip import SigLIP, SigLIPOptions
+    from contrastive_nb.models import SmallCNN
+    with pytest.raises(TypeError, match='model must be a TinyCLIP, got SmallCNN'):
+        SigLIP(SmallCNN(width=4, blocks=2))
+    with pytest.raises(TypeError, match='options must be a SigLIPOptions'):
+        SigLIP(siglip_method()[1], object())
+    method, _ = siglip_method()
+    batch = siglip_batch()
+    batch.texts = None
+    with pytest.raises(ValueError, match='SigLIP needs batch.texts'): method.loss(batch)
+    with pytest.raises(ValueError, match='log_scale'): SigLIPOptions(log_scale=math.log(1e4) + 0.01)
+    assert SigLIPOptions(log_scale=math.log(1e4)).log_scale == pytest.approx(math.log(1e4))
+    with pytest.raises(TypeError, match='mask_duplicates'): SigLIPOptions(mask_duplicates=1)
