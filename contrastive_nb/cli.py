@@ -57,7 +57,7 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 def _add_settings(group, cls: type, defaults, table: str = '') -> None:
-    "One option per field of `cls`, typed by its default's type (a tuple: that many numbers)."
+    "One option per field of `cls`, typed by its default's type (a tuple: that many values)."
     comments, prefix = option_help(cls), f"{table}." if table else ''
     if cls is TrainConfig: comments['method'] = comments['method'].replace(
         'method_names()', ', '.join(method_names()))
@@ -66,9 +66,12 @@ def _add_settings(group, cls: type, defaults, table: str = '') -> None:
         default = getattr(defaults, f.name)
         kind = type(default)
         shown = str(default).lower() if kind is bool else repr(default)
-        extra = dict(nargs=len(default), type=float) if kind is tuple else dict(
-            type={bool: _bool, int: int, float: float}.get(kind, str))
-        metavar = {bool: 'BOOL', int: 'INT', float: 'FLOAT', tuple: 'FLOAT'}.get(kind, 'TEXT')
+        # a tuple: that many values (an empty one: any number), typed as its items (mixed: floats)
+        items = {type(v) for v in default} if kind is tuple else {kind}
+        item = items.pop() if len(items) == 1 else float
+        extra = dict(type={bool: _bool, int: int, float: float}.get(item, str))
+        if kind is tuple: extra['nargs'] = len(default) or '*'
+        metavar = {bool: 'BOOL', int: 'INT', float: 'FLOAT'}.get(item, 'TEXT')
         text = f"{comments.get(f.name, '')} (default: {shown})".replace('%', '%%')
         flag = _option(prefix + f.name)
         group.add_argument(flag, dest=prefix + f.name, metavar=metavar, default=argparse.SUPPRESS,

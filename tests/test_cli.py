@@ -478,3 +478,28 @@ def test_an_empty_path_is_refused_not_read_as_none_given(tmp_path, capsys, monke
     monkeypatch.chdir(tmp_path)
     code, _, err = run_main(capsys, 'train', option, '')
     assert code == 2 and err.strip() == f'contrastive-nb train: error: {option} needs a path, got an empty one'
+
+def test_a_warm_up_as_long_as_the_default_run_names_the_flags(tmp_path, capsys, monkeypatch):
+    "warmup_epochs alone (no epochs anywhere): the error names --warmup-epochs and --epochs, as with both given."
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'c.toml').write_text('warmup_epochs = 10\n')
+    for args in (['--warmup-epochs', '10'], ['--config', 'c.toml']):
+        code, _, err = run_main(capsys, 'train', *args)
+        assert code == 2 and err.strip() == ('contrastive-nb train: error: warmup_epochs (10) must be fewer than '
+                                             'epochs (10): give a smaller --warmup-epochs, or more --epochs'), err
+
+def test_a_methods_tuple_options_of_text_ints_or_none_are_typed_as_their_items(tmp_path, monkeypatch):
+    "An empty tuple default broke the whole parser (argparse's nargs=0); a tuple of text was read as floats."
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'tup.py').write_text(
+        'import dataclasses\nfrom contrastive_nb.methods import MethodOptions, TwoViewMethod\n'
+        '@dataclasses.dataclass(frozen=True)\nclass O(MethodOptions):\n'
+        "    names: tuple = ('a', 'b') # names\n    empty: tuple = () # nothing\n    steps: tuple = (1, 2) # steps\n"
+        'class Mine(TwoViewMethod):\n    Options = O\n'
+        '    def pair_loss(self, z1, z2, batch): return (z1 - z2).pow(2).mean()\n')
+    args = vars(build_parser('tup.py:Mine').parse_args(['train', '--options.names', 'x', 'y', '--options.empty', '1',
+                                                         '2', '3', '--options.steps', '4', '5']))
+    assert (args['options.names'], args['options.empty'], args['options.steps']) == (['x', 'y'], [1.0, 2.0, 3.0], [4, 5])
+    assert all(type(v) is int for v in args['options.steps'])
+    text = ' '.join(build_parser('tup.py:Mine')._subparsers._group_actions[0].choices['train'].format_help().split())
+    assert '--options.names TEXT TEXT' in text and '--options.steps INT INT' in text
