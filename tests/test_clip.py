@@ -571,3 +571,19 @@ def test_siglip_method_refuses_what_it_cannot_train():
     with pytest.raises(ValueError, match='log_scale'): SigLIPOptions(log_scale=math.log(1e4) + 0.01)
     assert SigLIPOptions(log_scale=math.log(1e4)).log_scale == pytest.approx(math.log(1e4))
     with pytest.raises(TypeError, match='mask_duplicates'): SigLIPOptions(mask_duplicates=1)
+
+def test_train_clip_siglip_records_its_scale_and_bias_from_their_start():
+    "loss='siglip': t′ and b start at log 10 and `bias` (or −10), are trained, and are recorded after each step."
+    for bias, start in ((-2.0, -2.0), (None, -10.0)):
+        history, _ = tiny_run(loss='siglip', bias=bias)
+        assert len(history) == 2 and list(history.columns[-2:]) == ['temperature', 'bias']
+        # one Adam step moves each parameter by about lr = 2e-3: near the start, but moved
+        moved = (history.bias - start).abs()
+        assert (moved < 1e-2).all() and (moved > 1e-4).all(), (bias, history.bias.tolist())
+        assert np.allclose(history.temperature, 0.1, rtol=0.02)  # 1 / exp(t′), t′ near log 10
+        assert not np.allclose(history.temperature, 0.1, rtol=1e-5, atol=0)
+    assert 'bias' not in tiny_run()[0].columns  # CLIP has no b
+    data = make_shapes(32, size=8, seed=3)
+    with pytest.raises(ValueError, match="bias sets SigLIP's start: it needs loss='siglip'"):
+        train_clip(TinyCLIP(width=4, blocks=2, embed_dim=8), data.images, data.factors, batch_size=16, bias=-2.0,
+                   progress=False)
