@@ -587,3 +587,26 @@ def test_train_clip_siglip_records_its_scale_and_bias_from_their_start():
     with pytest.raises(ValueError, match="bias sets SigLIP's start: it needs loss='siglip'"):
         train_clip(TinyCLIP(width=4, blocks=2, embed_dim=8), data.images, data.factors, batch_size=16, bias=-2.0,
                    progress=False)
+
+@pytest.mark.parametrize('bad, match', [
+    (dict(factors='short'), 'factors'), (dict(epochs=0), 'epochs'), (dict(batch_size=1), 'batch_size'),
+    (dict(batch_size='4'), 'batch_size'), (dict(lr=0.0), 'lr'), (dict(weight_decay=-1e-5), 'weight_decay'),
+    (dict(mask_duplicates=1), 'mask_duplicates'), (dict(loss='sigmoid'), 'loss'), (dict(seed=-1), 'seed')])
+def test_train_clip_refuses_a_bad_argument_by_name_before_training(bad, match):
+    "Each argument is refused by name before a step (deterministic: the bad-input registry draws only some)."
+    data = make_shapes(8, size=8, seed=3)
+    torch.manual_seed(0)
+    model = TinyCLIP(width=4, blocks=2, embed_dim=8)
+    before = [p.detach().clone() for p in model.parameters()]
+    args = {**dict(epochs=1, batch_size=4, views='none', progress=False), **bad}
+    if args.pop('factors', None): args['factors'] = data.factors.iloc[:6]
+    with pytest.raises((TypeError, ValueError), match=match):
+        train_clip(model, data.images, args.pop('factors', data.factors), **args)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # no step taken
+
+def test_train_clip_takes_the_smallest_batch_of_two_pairs():
+    data = make_shapes(4, size=8, seed=3)
+    torch.manual_seed(0)
+    history = train_clip(TinyCLIP(width=4, blocks=2, embed_dim=8), data.images, data.factors, views='none',
+                         epochs=1, batch_size=2, loss='siglip', progress=False)
+    assert len(history) == 2 and np.isfinite(history[['loss', 'temperature', 'bias']].to_numpy()).all()
