@@ -13,6 +13,7 @@ from contrastive_nb.clip import (CAPTION_FACTORS, TEMPLATES, CaptionEncoder, Cap
                                  caption_ids, class_embeddings, class_prompts, clip_loss, crop_views,
                                  describe, factor_classes, factor_labels, recall_at_k, train_clip,
                                  zero_shot_predict, siglip_loss, prior_bias, SigLIPLoss)
+from contrastive_nb.augment import AugmentationPolicy
 from contrastive_nb.data import make_shapes
 from contrastive_nb.infonce import info_nce
 from contrastive_nb.pairs import position_phrase, shape_captions
@@ -312,6 +313,8 @@ def test_training_is_reproducible_and_options_matter():
     shape_only = tiny_run(detail=('shape',))[0]
     assert not same_history(shape_only, tiny_run(detail=('shape',), mask_duplicates=False)[0])
     assert not same_history(history, tiny_run(views='none')[0])
+    policy = tiny_run(views=AugmentationPolicy(size=8))[0]  # a policy's views: neither crops nor the images
+    assert not same_history(policy, tiny_run(views='none')[0]) and not same_history(policy, history)
 
 def test_temperature_parameter_is_clamped_after_every_step():
     _, model = tiny_run(lr=5.0)
@@ -591,7 +594,8 @@ def test_train_clip_siglip_records_its_scale_and_bias_from_their_start():
 @pytest.mark.parametrize('bad, match', [
     (dict(factors='short'), 'factors'), (dict(epochs=0), 'epochs'), (dict(batch_size=1), 'batch_size'),
     (dict(batch_size='4'), 'batch_size'), (dict(lr=0.0), 'lr'), (dict(weight_decay=-1e-5), 'weight_decay'),
-    (dict(mask_duplicates=1), 'mask_duplicates'), (dict(loss='sigmoid'), 'loss'), (dict(seed=-1), 'seed')])
+    (dict(mask_duplicates=1), 'mask_duplicates'), (dict(loss='sigmoid'), 'loss'), (dict(seed=-1), 'seed'),
+    (dict(views='bogus'), 'views')])
 def test_train_clip_refuses_a_bad_argument_by_name_before_training(bad, match):
     "Each argument is refused by name before a step (deterministic: the bad-input registry draws only some)."
     data = make_shapes(8, size=8, seed=3)
