@@ -389,3 +389,10 @@ def test_workers_leave_no_open_pipe_behind(watchdog):
     before = len(os.listdir('/proc/self/fd'))
     map_runs(square, [(i,) for i in range(12)], processes=2, progress=False)
     assert len(os.listdir('/proc/self/fd')) == before
+
+def test_a_shared_folder_that_does_not_exist_yet_is_made(tmp_path, monkeypatch):
+    folder = tmp_path / 'course' / 'runs'
+    monkeypatch.setenv(SHARED_RUNS_VARIABLE, str(folder))
+    CALLS.clear()
+    shared_run(weights, 3); shared_run(weights, 3)
+    assert CALLS == [3] and len(list(folder.glob('*.pt'))) == 1

@@ -255,3 +255,31 @@ def test_a_weight_that_overflows_the_loss_is_named():
     with pytest.raises(ValueError, match=r'lambda_ \(1e\+300\) is too large'): barlow_twins_loss(z1, z2, lambda_=1e300)
     with pytest.raises(ValueError, match=r'gamma \(1e\+300\) is too large'): vicreg_loss(z1, z2, gamma=1e300)
     assert barlow_twins_loss(z1, z2, lambda_=1e300, check_values=False) == float('inf')  # the trainer reads it
+
+def test_byol_after_step_moves_each_target_towards_its_online_network_by_the_momentum():
+    "Each step: target <- tau * target + (1 - tau) * online, for the encoder and the head alike."
+    from contrastive_nb.models import ProjectionHead, SmallCNN
+    from contrastive_nb.without_negatives import BYOL, BYOLOptions
+    torch.manual_seed(0)
+    encoder = SmallCNN(width=4, blocks=2)
+    byol = BYOL(encoder, ProjectionHead(encoder.feature_dim, 8, 4), BYOLOptions(base_momentum=0.75))
+    with torch.no_grad():  # the online networks move away from their targets, as an optimiser step does
+        for p in [*byol.encoder.parameters(), *byol.head.parameters()]: p.add_(torch.randn_like(p))
+    pairs = [(byol.encoder, byol.target_encoder), (byol.head, byol.target_head)]
+    before = [[(o.detach().clone(), t.detach().clone()) for o, t in zip(a.parameters(), b.parameters())]
+              for a, b in pairs]
+    byol.after_step()
+    for (online, target), kept in zip(pairs, before):
+        for t, (o0, t0) in zip(target.parameters(), kept):
+            assert torch.allclose(t, 0.75 * t0 + 0.25 * o0, atol=1e-6)
+    assert int(byol.steps) == 1
+
+def test_simsiam_of_float16_rows_is_computed_in_float32():
+    "Half-precision inputs (autocast) are widened before their norms: the cosines are float32's, not float16's."
+    from contrastive_nb.without_negatives import simsiam_loss
+    torch.manual_seed(0)
+    p1, z1, p2, z2 = (torch.randn(64, 256).half() for _ in range(4))
+    cos = lambda a, b: torch.nn.functional.cosine_similarity(a.double(), b.double(), dim=1).mean()
+    reference = -(cos(p1, z2) + cos(p2, z1)) / 2  # of the same float16 values, in float64
+    loss = simsiam_loss(p1, z1, p2, z2)
+    assert loss.dtype == torch.float32 and abs(loss.double() - reference) < 1e-6
