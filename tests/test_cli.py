@@ -503,3 +503,53 @@ def test_a_methods_tuple_options_of_text_ints_or_none_are_typed_as_their_items(t
     assert all(type(v) is int for v in args['options.steps'])
     text = ' '.join(build_parser('tup.py:Mine')._subparsers._group_actions[0].choices['train'].format_help().split())
     assert '--options.names TEXT TEXT' in text and '--options.steps INT INT' in text
+
+# --- issue 41, mutation testing of cli.py: what evaluate restores, who prints, which command joins torchrun ----------
+
+def test_evaluate_restores_the_checkpoints_weights_and_clock_and_prints_indented_json(tmp_path, capsys, monkeypatch):
+    "A deleted load_state_dict evaluated the untrained encoder; a deleted seconds reported 0."
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(capsys, 'train', *TINY, '--run-dir', 'r')
+    assert code == 0, err
+    trained = json.loads(out)
+    assert out.startswith('{\n "method": ')  # indented one space, as the README shows
+    seen = []
+    report = cli_module.Trainer.report
+    def spy(self):
+        seen.append({k: v.clone() for k, v in self.method.state_dict().items()})
+        return report(self)
+    monkeypatch.setattr(cli_module.Trainer, 'report', spy)
+    code, out, err = run_main(capsys, 'evaluate', 'r', '--device', 'cpu')
+    assert code == 0, err
+    saved = final_weights(tmp_path / 'r')
+    assert seen and all(torch.equal(seen[-1][k], saved[k]) for k in saved)
+    evaluated = json.loads(out)
+    assert evaluated['seconds'] == trained['seconds'] > 0 and evaluated['test_knn'] == pytest.approx(trained['test_knn'])
+
+def test_an_interrupted_train_says_where_it_stopped_and_how_to_go_on(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    def stop(args): raise KeyboardInterrupt('at step 3 of 10')
+    monkeypatch.setattr(cli_module, '_train', stop)
+    code, out, err = run_main(capsys, 'train')
+    assert code == 130 and out == '' and err.strip() == (
+        'contrastive-nb train: interrupted at step 3 of 10, before any checkpoint: start the run again')
+
+def test_only_train_joins_torchrun_and_a_peer_that_left_is_exit_1(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    monkeypatch.setattr(cli_module, '_join_torchrun', lambda: calls.append(1) or False)
+    assert run_main(capsys, 'evaluate', 'missing')[0] == 2 and calls == []
+    assert run_main(capsys, 'train', '--resume', '')[0] == 2 and calls == [1]
+    # a process of a torchrun group whose peer is gone: exit 1, one line, the group left
+    left = []
+    monkeypatch.setattr(cli_module, '_join_torchrun', lambda: True)
+    monkeypatch.setattr(cli_module.signal, 'signal', lambda *a: None)
+    monkeypatch.setattr(cli_module.dist, 'destroy_process_group', lambda: left.append(1))
+    def peer_gone(args): raise RuntimeError('Connection closed by peer')
+    monkeypatch.setattr(cli_module, '_train', peer_gone)
+    code, _, err = run_main(capsys, 'train')
+    assert code == 1 and 'another process of the run stopped' in err and left == [1]
+
+def test_a_command_is_required(capsys):
+    with pytest.raises(SystemExit) as e: main([])
+    assert e.value.code == 2 and 'required: COMMAND' in capsys.readouterr().err
