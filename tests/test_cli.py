@@ -553,3 +553,17 @@ def test_only_train_joins_torchrun_and_a_peer_that_left_is_exit_1(tmp_path, caps
 def test_a_command_is_required(capsys):
     with pytest.raises(SystemExit) as e: main([])
     assert e.value.code == 2 and 'required: COMMAND' in capsys.readouterr().err
+
+def test_an_interrupted_resume_names_the_checkpoint_it_goes_on_from(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_module, 'latest_checkpoint', lambda run: tmp_path / run / 'step_000010.pt')
+    def stop(args): raise KeyboardInterrupt('at step 12 of 40')
+    monkeypatch.setattr(cli_module, '_train', stop)
+    code, _, err = run_main(capsys, 'train', '--resume', 'r')
+    assert code == 130 and err.strip() == ('contrastive-nb train: interrupted at step 12 of 40; it goes on from its '
+                                           'checkpoint step_000010.pt with: contrastive-nb train --resume r')
+
+def test_zero_epochs_is_refused_as_such_not_as_a_warm_up_too_long(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(capsys, 'train', '--epochs', '0', '--warmup-epochs', '0')
+    assert code == 2 and err.strip() == 'contrastive-nb train: error: epochs must lie in [1, inf], got 0', err
