@@ -524,7 +524,8 @@ def test_evaluate_restores_the_checkpoints_weights_and_clock_and_prints_indented
     saved = final_weights(tmp_path / 'r')
     assert seen and all(torch.equal(seen[-1][k], saved[k]) for k in saved)
     evaluated = json.loads(out)
-    assert evaluated['seconds'] == trained['seconds'] > 0 and evaluated['test_knn'] == pytest.approx(trained['test_knn'])
+    assert evaluated['seconds'] == trained['seconds'] > 0
+    assert evaluated['test_knn'] == pytest.approx(trained['test_knn'])
 
 def test_an_interrupted_train_says_where_it_stopped_and_how_to_go_on(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -109,5 +109,5 @@ def test_a_builtin_method_is_imported_from_its_lesson_the_first_time_it_is_asked
     code = ("from contrastive_nb.methods import method_spec\n"
             "print(*(method_spec(n).builder.__module__ for n in ('byol', 'moco')))")
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert out.returncode == 0 and out.stdout.split() == ['contrastive_nb.without_negatives', 'contrastive_nb.moco'], (
-        out.stderr)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ['contrastive_nb.without_negatives', 'contrastive_nb.moco']
