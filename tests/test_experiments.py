@@ -396,3 +396,8 @@ def test_a_shared_folder_that_does_not_exist_yet_is_made(tmp_path, monkeypatch):
     CALLS.clear()
     shared_run(weights, 3); shared_run(weights, 3)
     assert CALLS == [3] and len(list(folder.glob('*.pt'))) == 1
+
+def test_containers_are_keyed_with_their_lengths():
+    "Without a dict's length, [{'a': 1, 'b': 2}, {}] would read as [{'a': 1}, ('b', 2)]."
+    assert run_fingerprint(identity, [{'a': 1, 'b': 2}, {}]) != run_fingerprint(identity, [{'a': 1}, ('b', 2)])
+    assert run_fingerprint(identity, [[1, 2], []]) != run_fingerprint(identity, [[1], [2]])
