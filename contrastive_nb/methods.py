@@ -276,16 +276,16 @@ def register_method(
     if not callable(builder):
         raise TypeError(f"builder must be callable, got {type(builder).__name__}")
     options = _options_of(builder, options)
-    old = METHODS.get(name)
-    if old is not None and not _same_definition(name, old.builder, builder):
-        raise ValueError(f"method {name!r} is already registered (by {old.builder!r}): "
-                         "choose another name")
-    if old is None and name in BUILTIN_METHODS:
+    if name in BUILTIN_METHODS:  # whether or not its lesson is imported yet: one message
         module, qualname = BUILTIN_METHODS[name]
         if (getattr(builder, '__module__', None) not in (module, '__main__')
                 or getattr(builder, '__qualname__', None) != qualname):
             raise ValueError(f"{name!r} is the name of the course's own method (in {module}): "
                              "choose another name")
+    old = METHODS.get(name)
+    if old is not None and not _same_definition(name, old.builder, builder):
+        raise ValueError(f"method {name!r} is already registered (by {old.builder!r}): "
+                         "choose another name")
     if old is not None and getattr(builder, '__module__', None) == '__main__' != getattr(
             old.builder, '__module__', None):
         return builder  # a lesson notebook's copy of its package method: the package's stays
