@@ -384,7 +384,6 @@ def test_other_datasets_start_from_trainconfigs_defaults_without_recipe(tmp_path
 # --- issue 41: recipes that take their method's options, a warm-up that fits, lambda_, checked baselines ---------
 
 from contrastive_nb import cli as cli_module
-from contrastive_nb.cli import _fit_warmup, _method_of
 
 @pytest.fixture
 def built(monkeypatch):
@@ -399,8 +398,7 @@ def built(monkeypatch):
 def test_a_recipes_method_takes_its_options_after_recipe(tmp_path, capsys, monkeypatch, built):
     monkeypatch.chdir(tmp_path)
     argv = ['train', '--dataset', 'cifar10', '--recipe', 'lightly-moco', '--options.queue-size', '1024']
-    assert _method_of(argv) == 'moco'
-    assert vars(build_parser(_method_of(argv)).parse_args(argv))['options.queue_size'] == 1024
+    assert vars(build_parser('moco').parse_args(argv))['options.queue_size'] == 1024
     code, _, err = run_main(capsys, *argv, '--data-root', 'data')
     assert code == 2 and 'caught before any work' in err, err
     config, = built
@@ -438,11 +436,19 @@ def test_a_recipes_warm_up_is_scaled_to_a_shorter_run(tmp_path, capsys, monkeypa
                             '--warmup-epochs', '1', '--run-dir', 'r2')
     assert code == 2 and 'warmup_epochs (1) must be fewer than epochs (1)' in err and '--warmup-epochs' in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / 'r2').exists()
-    solo = recipe('solo-learn-simclr', 'cifar10')  # 10 of 1000 epochs
-    scaled = lambda user: _fit_warmup(solo, user)[0]['warmup_epochs']
-    assert [scaled({'epochs': e}) for e in (1, 2, 100, 150, 999, 1000, 5000)] == [0, 1, 1, 2, 10, 10, 10]
-    assert scaled({'epochs': 5, 'warmup_epochs': 3}) == 10 and _fit_warmup(solo, {'epochs': 5})[1]  # said
-    assert _fit_warmup(solo, {'epochs': 2000}) == (solo, '')
+
+def test_a_warm_up_keeps_the_recipes_share_of_the_run(tmp_path, capsys, monkeypatch, built):
+    monkeypatch.chdir(tmp_path)
+    assert recipe('solo-learn-simclr', 'cifar10')['warmup_epochs'] == 10  # of 1000 epochs
+    def scaled(*options):
+        code, _, err = run_main(capsys, 'train', '--dataset', 'cifar10', '--recipe', 'solo-learn-simclr',
+                                '--data-root', 'data', *options)
+        assert code == 2 and 'caught before any work' in err, err
+        return built[-1].warmup_epochs, 'scaled to' in err
+    assert [scaled('--epochs', str(e))[0] for e in (1, 2, 100, 150, 999)] == [0, 1, 1, 2, 10]
+    assert scaled('--epochs', '5') == (1, True)  # and said
+    assert scaled('--epochs', '1000') == scaled('--epochs', '2000') == (10, False)  # not a shorter run
+    assert scaled('--epochs', '5', '--warmup-epochs', '3') == (3, False)  # the user's own
 
 def test_barlow_twins_lambda_is_its_own_name_on_the_command_line(tmp_path, capsys, monkeypatch, built):
     monkeypatch.chdir(tmp_path)
@@ -513,6 +519,8 @@ def test_evaluate_restores_the_checkpoints_weights_and_clock_and_prints_indented
     assert code == 0, err
     trained = json.loads(out)
     assert out.startswith('{\n "method": ')  # indented one space, as the README shows
+    checkpoint = latest_checkpoint(tmp_path / 'r')  # a clock that reads more than 0 on a fast machine
+    torch.save({**torch.load(checkpoint, weights_only=True), 'seconds': 12.34}, checkpoint)
     seen = []
     report = cli_module.Trainer.report
     def spy(self):
@@ -524,7 +532,7 @@ def test_evaluate_restores_the_checkpoints_weights_and_clock_and_prints_indented
     saved = final_weights(tmp_path / 'r')
     assert seen and all(torch.equal(seen[-1][k], saved[k]) for k in saved)
     evaluated = json.loads(out)
-    assert evaluated['seconds'] == trained['seconds'] > 0
+    assert evaluated['seconds'] == 12.3
     assert evaluated['test_knn'] == pytest.approx(trained['test_knn'])
 
 def test_an_interrupted_train_says_where_it_stopped_and_how_to_go_on(tmp_path, capsys, monkeypatch):
