@@ -728,11 +728,11 @@ def _write_idx(path: Path, values: np.ndarray) -> None:
 
 def write_fashion_mnist_fixture(
     root: str | Path, # folder in which the four .gz files are written
-    n: int = 4, # images in each split
+    n: int = 4, # images in each split, at most 60 000 (the real training split's size)
     seed: int = 0, # random pixels and labels
 ) -> Path: # the folder
     "Write a tiny Fashion-MNIST in its released format: four gzipped IDX files of 28×28 images."
-    n = check_positive_int(n, 'n')
+    n = check_int(n, 'n', low=1, high=60_000)  # a fixture, not 47 GB of noise
     rng = np.random.default_rng(check_int(seed, 'seed', low=0))
     folder = _fixture_root(root)
     folder.mkdir(parents=True, exist_ok=True)
