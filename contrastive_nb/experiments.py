@@ -34,7 +34,7 @@ from scipy import stats
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ._checks import check_number, check_path, check_positive_int, zip_damage
+from ._checks import check_bool, check_number, check_path, check_positive_int, zip_damage
 
 
 # %% auto #0
@@ -298,6 +298,7 @@ def map_runs(
     if isinstance(jobs, (str, bytes)) or not hasattr(jobs, '__iter__'):
         raise TypeError(f"jobs must be a sequence of argument tuples, got {type(jobs).__name__}")
     if not isinstance(desc, str): raise TypeError(f"desc must be a str, got {type(desc).__name__}")
+    check_bool(progress, 'progress')  # 'no' would show the bar
     jobs = list(jobs)
     bad = [j for j in jobs if not isinstance(j, tuple)]
     if bad:
@@ -408,6 +409,18 @@ def _digest(value, seen: set) -> str:
 
 def _fingerprint(value, h, seen: set, strict: bool = True) -> None:
     "Feed a value's identity to `h`, by value; refuse what cannot be identified (if `strict`)."
+    kind = type(value)
+    if isinstance(value, (dict, list, tuple, nn.Module)) or is_dataclass(value):
+        inside = ('inside', id(value))  # on the path from the argument to here
+        if inside in seen:
+            raise TypeError(f"shared_run cannot fingerprint a {kind.__name__} that contains "
+                            "itself: pass its values without the loop")
+        seen.add(inside)
+        try: _fingerprint_value(value, h, seen, strict)
+        finally: seen.discard(inside)
+    else: _fingerprint_value(value, h, seen, strict)
+
+def _fingerprint_value(value, h, seen: set, strict: bool) -> None:
     kind = type(value)
     if isinstance(value, Tensor):
         if value.device.type == 'meta' or value.is_quantized:

@@ -401,3 +401,16 @@ def test_containers_are_keyed_with_their_lengths():
     "Without a dict's length, [{'a': 1, 'b': 2}, {}] would read as [{'a': 1}, ('b', 2)]."
     assert run_fingerprint(identity, [{'a': 1, 'b': 2}, {}]) != run_fingerprint(identity, [{'a': 1}, ('b', 2)])
     assert run_fingerprint(identity, [[1, 2], []]) != run_fingerprint(identity, [[1], [2]])
+
+def test_an_argument_that_contains_itself_is_refused_by_name():
+    "A list or module that holds itself was a RecursionError; the same object twice is no loop."
+    loop = [1]; loop.append(loop)
+    with pytest.raises(TypeError, match='a list that contains itself'): run_fingerprint(identity, loop)
+    net = nn.Linear(2, 2); net.me = [net]
+    with pytest.raises(TypeError, match='a Linear that contains itself'): run_fingerprint(identity, net)
+    shared = [3]
+    assert run_fingerprint(identity, [shared, shared]) == run_fingerprint(identity, [[3], [3]])
+
+def test_map_runs_progress_must_be_a_bool():
+    with pytest.raises(TypeError, match="progress must be True or False, got 'no'"):
+        map_runs(square, [(1,)], progress='no')
