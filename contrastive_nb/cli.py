@@ -87,12 +87,16 @@ def build_parser(
     method: str = 'simclr', # whose options `train` lists: a method's name or FILE.py:CLASS
 ) -> argparse.ArgumentParser: # `contrastive-nb` with `train` and `evaluate`
     "The command line: one option per setting, the method's own as `--options.NAME`."
-    parser = argparse.ArgumentParser(
-        prog='contrastive-nb', description="Train and evaluate contrastive encoders.")
+    # allow_abbrev=False, as in the first pass (_method_of): `--meth moco` is refused, not read
+    # as --method by this pass after the first offered another method's options
+    parser = argparse.ArgumentParser(prog='contrastive-nb', allow_abbrev=False,
+                                     description="Train and evaluate contrastive encoders.")
     parser.add_argument('--version', action='version', version=f"contrastive-nb {__version__}")
     commands = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
-    train = commands.add_parser(
-        'train', help="train a run (default: SimCLR on Shapes, minutes on a laptop CPU)",
+    train = commands.add_parser(  # its usage line: --help lists the settings, not each error
+        'train', allow_abbrev=False, usage="%(prog)s [-h] [--recipe NAME] [--config FILE] "
+        "[--run-dir DIR] [--resume RUN_DIR] [--SETTING VALUE ...]",
+        help="train a run (default: SimCLR on Shapes, minutes on a laptop CPU)",
         description="Train a run. Settings come from the defaults, then --recipe, then "
                     "--config, then the options given here. The run folder gets "
                     "config.json/.toml, metrics.csv, baselines.json, "
@@ -116,7 +120,8 @@ def build_parser(
         f"options of method {method!r} (the [options] table; other methods': --method NAME "
         f"--help, NAME one of {', '.join(method_names())} or FILE.py:CLASS)")
     _add_settings(options, spec.options, spec.options(), 'options')
-    evaluate = commands.add_parser('evaluate', help="kNN accuracy of a run's newest checkpoint",
+    evaluate = commands.add_parser('evaluate', allow_abbrev=False,
+                                   help="kNN accuracy of a run's newest checkpoint",
                                    description="Report the validation and test kNN accuracy "
                                                "of a run's newest checkpoint.")
     evaluate.add_argument('run_dir', metavar='RUN_DIR', help="a folder written by train")
@@ -181,11 +186,16 @@ def _recipe_of(name: str | None, dataset) -> tuple[str | None, dict]:
                          f"have some are {', '.join(RECIPES)}")
     return name, recipe(name, dataset)
 
+def _command_of(argv: list[str]) -> str | None:
+    "The command: the first word not an option (the program's own, -h and --version, take none)."
+    return next((a for a in argv if not a.startswith('-')), None)
+
 def _method_of(argv: list[str]) -> str:
     "The method whose options to offer: --method, else the --config file's, else the recipe's."
     first = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     for option in ('--method', '--config', '--recipe', '--dataset', '--resume'):
         first.add_argument(option)
+    if _command_of(argv) != 'train': return 'simclr'  # evaluate has no --method: argparse says so
     known, _ = first.parse_known_args(argv)
     if known.method: return known.method
     values = {}
@@ -329,9 +339,12 @@ def main(
     try: parser = build_parser(_method_of(argv))  # the second pass knows the method's options
     except (TypeError, ValueError) as e:  # an unknown method, a method file that fails
         if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
-        print(f"contrastive-nb: error: {e}", file=sys.stderr)
+        print(f"contrastive-nb train: error: {e}", file=sys.stderr)  # only train reads a method
         return 2
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse's top parser would say it, under its own name: the command's says it
+        parser._subparsers._group_actions[0].choices[args.command].error(
+            f"unrecognized arguments: {' '.join(unknown)}")
     joined = args.command == 'train' and _join_torchrun()
     # torchrun's agent stops its workers with SIGTERM (after a Ctrl-C, say): the same as Ctrl-C
     if joined: signal.signal(signal.SIGTERM, _raise_interrupt)

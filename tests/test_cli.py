@@ -576,3 +576,31 @@ def test_zero_epochs_is_refused_as_such_not_as_a_warm_up_too_long(tmp_path, caps
     monkeypatch.chdir(tmp_path)
     code, _, err = run_main(capsys, 'train', '--epochs', '0', '--warmup-epochs', '0')
     assert code == 2 and err.strip() == 'contrastive-nb train: error: epochs must lie in [1, inf], got 0', err
+
+@pytest.mark.parametrize('args', [['--meth', 'moco', '--options.queue-size', '32'], ['--meth', 'moco'],
+                                  ['--rec', 'lightly-moco'], ['--opt', 'adamw']])
+def test_abbreviated_options_are_refused_by_both_passes(tmp_path, capsys, monkeypatch, args):
+    # the first pass (which method's options to offer) reads no abbreviations: the second must not either, or
+    # `--meth moco` trains MoCo with SimCLR's options offered, and `--rec` names a recipe the first pass never saw
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info: main(['train', *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"contrastive-nb train: error: unrecognized arguments: {' '.join(args)}" in err
+    assert not (tmp_path / 'runs').exists()
+    with pytest.raises(SystemExit): build_parser('moco').parse_args(['train', *args[:2]])
+    assert vars(build_parser('moco').parse_args(['train', '--method=moco']))['method'] == 'moco'  # '=' stays
+
+def test_errors_of_a_command_carry_its_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(capsys, 'train', '--method', 'dino')  # the first pass's error
+    assert code == 2 and err.startswith('contrastive-nb train: error: method must be one of'), err
+    for argv, line in [(['train', '--image-size', '16'], 'contrastive-nb train: error: unrecognized arguments: '
+                                                          '--image-size 16'),
+                       (['train', '--lr', 'x'], "contrastive-nb train: error: argument --lr: invalid float value: 'x'"),
+                       (['evaluate', 'r', '--method', 'dino'], 'contrastive-nb evaluate: error: unrecognized '
+                                                               'arguments: --method dino')]:
+        with pytest.raises(SystemExit) as info: main(argv)
+        err = capsys.readouterr().err
+        # argparse's usage line (train's short one, not its hundred settings) and the error
+        assert info.value.code == 2 and err.strip().splitlines()[1:] == [line], err
+        assert err.startswith(f'usage: contrastive-nb {argv[0]} [-h]') and len(err.strip().splitlines()) == 2, err

@@ -112,7 +112,7 @@ def test_a_method_file_that_exits_or_raises_on_import_is_one_line_naming_it(tmp_
     assert words in str(info.value) and '\n' not in str(info.value)
     code = main(['train', '--method', 'method.py:Mine'])
     err = capsys.readouterr().err
-    assert code == 2 and err.strip().splitlines() == [f'contrastive-nb: error: {info.value}']
+    assert code == 2 and err.strip().splitlines() == [f'contrastive-nb train: error: {info.value}']
 
 def test_a_ctrl_c_while_a_method_file_is_imported_goes_through_and_leaves_no_half_module(tmp_path):
     (tmp_path / 'slow.py').write_text('class Mine: pass\nraise KeyboardInterrupt\n')
