@@ -23,7 +23,7 @@ import torch
 from torch import distributed as dist
 
 from . import __version__
-from ._checks import check_path
+from ._checks import SEED_MAX, check_path
 from .augment import AugmentationPolicy
 from .data import DatasetNotFoundError
 from .methods import method_names, method_spec
@@ -56,6 +56,19 @@ def _bool(text: str) -> bool:
     if low in ('false', 'no', '0', 'off'): return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
+_INT64_MAX = 2 ** 63 - 1  # torch's integers: a larger count fails deep inside torch, in C++'s words
+
+def _int(high: int):
+    "An int option's type: a whole number that torch can hold, at most `high`."
+    def convert(text: str) -> int:
+        value = int(text)  # not a whole number: argparse's "invalid int value"
+        if not -_INT64_MAX - 1 <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} does not fit in torch's 64-bit integers "
+                                             f"(at most {high})")
+        return value
+    convert.__name__ = 'int'  # argparse names the type by it
+    return convert
+
 def _add_settings(group, cls: type, defaults, table: str = '') -> None:
     "One option per field of `cls`, typed by its default's type (a tuple: that many values)."
     comments, prefix = option_help(cls), f"{table}." if table else ''
@@ -69,7 +82,8 @@ def _add_settings(group, cls: type, defaults, table: str = '') -> None:
         # a tuple: that many values (an empty one: any number), typed as its items (mixed: floats)
         items = {type(v) for v in default} if kind is tuple else {kind}
         item = items.pop() if len(items) == 1 else float
-        extra = dict(type={bool: _bool, int: int, float: float}.get(item, str))
+        whole = _int(SEED_MAX if f.name.endswith('seed') else _INT64_MAX)  # seeds: up to 2**64 - 1
+        extra = dict(type={bool: _bool, int: whole, float: float}.get(item, str))
         if kind is tuple: extra['nargs'] = len(default) or '*'
         metavar = {bool: 'BOOL', int: 'INT', float: 'FLOAT'}.get(item, 'TEXT')
         text = f"{comments.get(f.name, '')} (default: {shown})".replace('%', '%%')
@@ -324,6 +338,22 @@ def _peer_left(e: BaseException) -> bool:
     return isinstance(e, dist.DistError) or any(
         words in str(e) for words in ('Connection closed by peer', 'Connection reset by peer'))
 
+_NO_MEMORY = ("can't allocate memory", 'out of memory', 'Storage size calculation overflowed')
+
+def _out_of_memory(e: BaseException, command: str) -> str:
+    "The line for settings too large for this machine's memory (or any's); '' for another error."
+    text = str(e).strip()
+    if not (isinstance(e, (MemoryError, torch.cuda.OutOfMemoryError))
+            or isinstance(e, RuntimeError) and any(words in text for words in _NO_MEMORY)):
+        return ''
+    # the allocator's words, less its C++ source line: "can't allocate memory: you tried ..."
+    what = re.sub(r'^\[enforce fail at [^\]]*\] err == 0\. ', '',
+                  text.splitlines()[0] if text else type(e).__name__)
+    fix = ("smaller settings need less: --augment.size, --n-train, --n-test, --batch-size, "
+           "--width, --blocks, --head-hidden, --embed-dim" if command == 'train'
+           else "another --device may have more")
+    return f"out of memory ({what}); {fix}"
+
 def _raise_interrupt(signum: int, frame) -> None:
     raise KeyboardInterrupt
 
@@ -362,8 +392,14 @@ def main(
             print(f"contrastive-nb {args.command}: {_interrupted(args, str(e), world_size)}",
                   file=sys.stderr)
         return 130
-    except RuntimeError as e:  # another process stopped alone (a kill, a crash): not a traceback
-        if not joined or not _peer_left(e) or os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
+    except (MemoryError, RuntimeError) as e:
+        if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
+        line = _out_of_memory(e, args.command)  # a huge --augment.size, say: one line
+        if line:
+            print(f"contrastive-nb {args.command}: error: {line}", file=sys.stderr)
+            return 2
+        if not joined or not _peer_left(e): raise  # a bug: its traceback
+        # another process stopped alone (a kill, a crash): not a traceback
         if rank == 0:  # the process that stopped says why itself (its error, or nothing if Ctrl-C)
             print(f"contrastive-nb {args.command}: another process of the run stopped, so this one "
                   f"cannot go on; {_goes_on(args, world_size)}", file=sys.stderr)

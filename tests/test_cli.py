@@ -604,3 +604,37 @@ def test_errors_of_a_command_carry_its_name(tmp_path, capsys, monkeypatch):
         # argparse's usage line (train's short one, not its hundred settings) and the error
         assert info.value.code == 2 and err.strip().splitlines()[1:] == [line], err
         assert err.startswith(f'usage: contrastive-nb {argv[0]} [-h]') and len(err.strip().splitlines()) == 2, err
+
+@pytest.mark.parametrize('size', ['10000000', str(2 ** 62)])  # 72 PB of images (no machine's), then a size overflow
+def test_settings_too_large_for_memory_are_one_line_not_a_traceback(tmp_path, capsys, monkeypatch, size):
+    monkeypatch.chdir(tmp_path)
+    args = list(TINY)
+    args[args.index('--augment.size') + 1] = size
+    code, _, err = run_main(capsys, 'train', *args, '--run-dir', 'r')
+    assert code == 2 and err.startswith('contrastive-nb train: error: out of memory (') and '--augment.size' in err, err
+    assert len(err.strip().splitlines()) == 1 and 'Traceback' not in err
+
+def test_out_of_memory_anywhere_is_one_line_and_another_runtime_error_stays_a_traceback(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for error in (torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB'), MemoryError()):
+        def oom(args, error=error): raise error
+        monkeypatch.setattr(cli_module, '_train', oom)
+        monkeypatch.setattr(cli_module, '_evaluate', oom)
+        code, _, err = run_main(capsys, 'train')
+        assert code == 2 and err.startswith('contrastive-nb train: error: out of memory (') and '--n-train' in err
+        assert len(err.strip().splitlines()) == 1, err
+        code, _, err = run_main(capsys, 'evaluate', 'r')
+        assert code == 2 and err.startswith('contrastive-nb evaluate: error: out of memory (') and '--device' in err
+    def bug(args): raise RuntimeError('a bug of the trainer')
+    monkeypatch.setattr(cli_module, '_train', bug)
+    with pytest.raises(RuntimeError, match='a bug'): main(['train'])
+
+def test_an_integer_beyond_torchs_64_bits_is_refused_by_the_parser(capsys):
+    for option, value in [('--n-train', 10 ** 23), ('--augment.size', 2 ** 63), ('--options.chunk-size', 2 ** 63),
+                          ('--seed', 2 ** 64)]:
+        with pytest.raises(SystemExit) as info: main(['train', option, str(value)])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and f"argument {option}: {value} does not fit in torch's 64-bit integers" in err
+        assert len(err.strip().splitlines()) == 2, err
+    args = vars(build_parser().parse_args(['train', '--seed', str(2 ** 64 - 1), '--n-train', str(2 ** 63 - 1)]))
+    assert args['seed'] == 2 ** 64 - 1 and args['n_train'] == 2 ** 63 - 1  # seeds take all of SEED_MAX
