@@ -85,7 +85,8 @@ def check_number(
     if not math.isfinite(value) or too_low or too_high:
         left = '(-inf' if low is None else f"{'(' if low_open else '['}{low:g}"
         right = 'inf)' if high is None else f"{high:g}{')' if high_open else ']'}"
-        raise ValueError(f"{name} must be a finite number in {left}, {right}, got {value}")
+        span = '' if low is None and high is None else f" in {left}, {right}"  # any finite one
+        raise ValueError(f"{name} must be a finite number{span}, got {value}")
     return value
 
 def check_probability(

@@ -4,7 +4,7 @@ import warnings
 import pytest
 import torch
 
-from contrastive_nb._checks import check_indices
+from contrastive_nb._checks import check_indices, check_number
 
 U8 = torch.uint8
 
@@ -65,3 +65,13 @@ def test_no_upper_bound_with_size_none():
 ])
 def test_other_bad_indices(bad, error, match):
     with pytest.raises(error, match=match): check_indices(bad, 'i', 3)
+
+# --- the message of check_number -----------------------------------------------------------------------------------
+
+def test_a_number_without_bounds_is_asked_to_be_finite_not_to_lie_in_minus_inf_inf():
+    for value in (float('nan'), float('inf'), -float('inf')):
+        with pytest.raises(ValueError) as info: check_number(value, 'lr')
+        assert str(info.value) == f'lr must be a finite number, got {value}'
+    with pytest.raises(ValueError, match=r'^lr must be a finite number in \[0, inf\), got nan$'):
+        check_number(float('nan'), 'lr', low=0.0)  # a bound: still named
+    assert check_number(-1e300, 'lr') == -1e300 and check_number(1e300, 'lr') == 1e300  # what is accepted stays
