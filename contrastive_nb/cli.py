@@ -27,9 +27,9 @@ from ._checks import SEED_MAX, check_path
 from .augment import AugmentationPolicy
 from .data import DatasetNotFoundError
 from .methods import method_names, method_spec
-from .training import (RECIPES, TRAIN_POLICY, TrainConfig, Trainer, check_run_dir,
-                                     format_seconds, latest_checkpoint, load_latest_checkpoint,
-                                     recipe, resume, world)
+from .training import (RECIPES, RUNTIME_SETTINGS, TRAIN_POLICY, TrainConfig,
+                                     Trainer, check_run_dir, format_seconds, latest_checkpoint,
+                                     load_latest_checkpoint, recipe, resume, world)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']
@@ -250,8 +250,12 @@ def _train(args: argparse.Namespace) -> dict:
         extra = [args.config, args.run_dir, args.recipe]
         others = sorted(set(given) - {'epochs'}) or [e for e in extra if e]
         if set(given) - {'epochs'} or any(extra):
+            # where it runs (--device, --threads, ...): resume reads the folder's config.json
+            how = sorted(set(given) & set(RUNTIME_SETTINGS))
+            how = (f"; where it runs ({', '.join(how)}) is read from "
+                   f"{Path(args.resume) / 'config.json'}: change it there" if how else '')
             raise ValueError("--resume continues a run with its saved settings: give no other "
-                             f"options but --epochs, to extend a finished run (got {others})")
+                             f"options but --epochs, to extend a finished run (got {others}){how}")
         return resume(args.resume, given.get('epochs'), log=_say).report()
     values = read_config_file(args.config) if args.config else {}
     user = _merge(values, given)  # what the user chose: the file, then the options

@@ -638,3 +638,18 @@ def test_an_integer_beyond_torchs_64_bits_is_refused_by_the_parser(capsys):
         assert len(err.strip().splitlines()) == 2, err
     args = vars(build_parser().parse_args(['train', '--seed', str(2 ** 64 - 1), '--n-train', str(2 ** 63 - 1)]))
     assert args['seed'] == 2 ** 64 - 1 and args['n_train'] == 2 ** 63 - 1  # seeds take all of SEED_MAX
+
+def test_resume_refuses_device_and_threads_but_says_where_they_are_read_and_that_works(tmp_path, capsys, monkeypatch):
+    # resume(run_dir, epochs, log) takes no settings: where a run goes on is the folder's config.json (lesson 09)
+    monkeypatch.chdir(tmp_path)
+    assert run_main(capsys, 'train', *TINY, '--run-dir', 'r')[0] == 0
+    code, _, err = run_main(capsys, 'train', '--resume', 'r', '--device', 'cpu', '--threads', '2', '--epochs', '3')
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.strip().endswith(f"(got ['device', 'threads']); where it runs (device, threads) is read from "
+                                f"{os.path.join('r', 'config.json')}: change it there"), err
+    code, _, err = run_main(capsys, 'train', '--resume', 'r', '--lr', '0.5')  # what it learns: no such advice
+    assert code == 2 and 'config.json' not in err
+    saved = json.loads((tmp_path / 'r' / 'config.json').read_text())
+    (tmp_path / 'r' / 'config.json').write_text(json.dumps({**saved, 'device': 'cpu', 'threads': 2}))
+    code, out, err = run_main(capsys, 'train', '--resume', 'r', '--epochs', '3')
+    assert code == 0 and json.loads(out)['step'] == 18, err
