@@ -455,7 +455,7 @@ class CLIP(ContrastiveMethod):
 
     def loss(self, batch: Batch) -> Tensor:
         if batch.texts is None: raise ValueError("CLIP needs batch.texts: a caption per source")
-        z_image, z_text = self.model(batch.views[0], batch.texts)
+        z_image, z_text = self.model(*self.check_views(batch), batch.texts)
         ids = batch.labels if self.options.mask_duplicates else None
         return clip_loss(z_image, z_text, self.model.temperature.temperature, ids)
 
@@ -493,7 +493,7 @@ class SigLIP(ContrastiveMethod):
 
     def loss(self, batch: Batch) -> Tensor:
         if batch.texts is None: raise ValueError("SigLIP needs batch.texts: a caption per source")
-        z_image, z_text = self.model(batch.views[0], batch.texts)
+        z_image, z_text = self.model(*self.check_views(batch), batch.texts)
         return self.sigmoid(z_image, z_text, batch.labels if self.options.mask_duplicates else None)
 
 # %% ../nbs/12_clip.ipynb #9bcf4f67

@@ -309,7 +309,7 @@ class GlobalSimCLR(TwoViewMethod):
         def loss_fn(z1: Tensor, z2: Tensor) -> Tensor:
             losses.append(self.pair_loss(z1, z2, batch))
             return scale(losses[-1])
-        grad_cache_step(self, batch.views[0], batch.views[1], loss_fn, chunk)
+        grad_cache_step(self, *self.check_views(batch), loss_fn, chunk)
         return losses[-1].detach()
 
 register_method('simclr_global', GlobalSimCLR)

@@ -374,7 +374,7 @@ class PairLoss(ContrastiveMethod):
         self.pair_loss, self._trained = pair_loss, parameters
 
     def loss(self, batch: Batch) -> Tensor:
-        return self.pair_loss(batch.views[0], batch.views[1], batch.generator)
+        return self.pair_loss(*self.check_views(batch), batch.generator)
 
     def parameters_to_train(self) -> list[Tensor]: return self._trained
 

@@ -229,7 +229,7 @@ class MemoryBankMethod(ContrastiveMethod):
         self._pending = None  # this step's rows and embeddings, written after the step
 
     def loss(self, batch: Batch) -> Tensor:
-        query = self.embed(self.encoder, self.head, batch.views[0])
+        query = self.embed(self.encoder, self.head, *self.check_views(batch))
         # Read before writing: positive and negatives must not contain this step's queries.
         o, rows = self.options, batch.indices
         draw = (self.bank.sample_shared_negatives if o.negatives == 'shared'

@@ -127,6 +127,14 @@ class ContrastiveMethod(nn.Module):
             z = head(encoder(x))
         return z.float()
 
+    def check_views(self, batch: Batch) -> list[Tensor]: # `batch.views`, `n_views` of them
+        "The batch's views, or a one-line ValueError when it holds another number than `n_views`."
+        n = len(batch.views)  # a count, not a value: no host read
+        if n != self.n_views:
+            raise ValueError(f"{type(self).__name__} takes {self.n_views} "
+                             f"view{'s' * (self.n_views != 1)} per batch, got {n}")
+        return batch.views
+
     def loss(self, batch: Batch) -> Tensor: # scalar loss
         "The loss of one batch."
         raise NotImplementedError(f"{type(self).__name__} must define loss(batch)")
@@ -172,7 +180,7 @@ class TwoViewMethod(ContrastiveMethod):
         self.setup = setup
 
     def loss(self, batch: Batch) -> Tensor:
-        z1, z2 = (self.embed(self.encoder, self.head, v) for v in batch.views)
+        z1, z2 = (self.embed(self.encoder, self.head, v) for v in self.check_views(batch))
         return self.pair_loss(z1, z2, batch)
 
     def pair_loss(self,

@@ -271,7 +271,7 @@ class MoCo(_ShuffledKeys, ContrastiveMethod):
 
     def loss(self, batch: Batch) -> Tensor:
         "The method's loss (the `methods` protocol): `forward` of the batch's two views."
-        return self(batch.views[0], batch.views[1], batch.generator)
+        return self(*self.check_views(batch), batch.generator)
 
 # %% ../nbs/06_moco.ipynb #89ad2869
 @dataclasses.dataclass(frozen=True)

@@ -290,7 +290,7 @@ class BYOL(TwoViewMethod):
         return byol_momentum(min(int(self.steps), total), total, o.base_momentum, o.final_momentum)
 
     def loss(self, batch: Batch) -> Tensor:
-        v1, v2 = batch.views
+        v1, v2 = self.check_views(batch)
         with self.autocast():
             p1, p2 = (self.predictor(self.head(self.encoder(v))).float() for v in (v1, v2))
         with torch.no_grad():

@@ -113,3 +113,43 @@ def test_a_builtin_method_is_imported_from_its_lesson_the_first_time_it_is_asked
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ['contrastive_nb.without_negatives', 'contrastive_nb.moco']
+
+def _course_methods():
+    "Every course method whose loss reads a fixed number of views, built small: (id, builder of the method)."
+    from contrastive_nb.methods import BUILTIN_METHODS
+    from contrastive_nb.models import ProjectionHead, SmallCNN
+
+    def built(name, **options):
+        torch.manual_seed(0)
+        encoder = SmallCNN(width=4, blocks=2, norm='group')
+        spec = method_spec(name)
+        return spec.build(encoder, ProjectionHead(encoder.feature_dim, 8, 4, norm='group'), spec.options(**options),
+                          setup(n_train=512))  # room for a memory bank's 256 negatives
+
+    def image_text(cls_name):
+        from contrastive_nb import clip
+        torch.manual_seed(0)
+        return getattr(clip, cls_name)(clip.TinyCLIP(width=4, blocks=2, embed_dim=8))
+
+    def pair_loss():
+        from contrastive_nb.infonce import PairLoss, nt_xent
+        encoder, head = networks()
+        return PairLoss(lambda v1, v2, g: nt_xent(head(encoder(v1)), head(encoder(v2)), 0.5),
+                        [*encoder.parameters(), *head.parameters()])
+
+    cases = [(name, lambda name=name: built(name)) for name in sorted(BUILTIN_METHODS)]
+    return cases + [('simclr_global-grad_cache', lambda: built('simclr_global', grad_cache_chunk=2)),
+                    ('clip', lambda: image_text('CLIP')), ('siglip', lambda: image_text('SigLIP')),
+                    ('PairLoss', pair_loss)]
+
+@pytest.mark.parametrize('make', [m for _, m in _course_methods()], ids=[n for n, _ in _course_methods()])
+def test_a_course_method_refuses_a_batch_with_another_number_of_views_than_n_views(make):
+    # not Python's unpacking error, an IndexError, or a third view silently left out (issue 41)
+    method = make()
+    n, name = method.n_views, type(method).__name__
+    for got in (n - 1, n + 1):
+        views = [torch.rand(4, 3, 8, 8) for _ in range(got)]
+        batch = Batch(views, torch.arange(4), torch.tensor([0, 1, 0, 1]), torch.Generator().manual_seed(0),
+                      texts=['a red circle'] * 4)
+        with pytest.raises(ValueError, match=rf"^{name} takes {n} views? per batch, got {got}$"):
+            method.loss_backward(batch)
