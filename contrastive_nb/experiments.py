@@ -34,7 +34,8 @@ from scipy import stats
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ._checks import check_bool, check_number, check_path, check_positive_int, zip_damage
+from ._checks import (
+    check_bool, check_number, check_path, check_positive_int, zip_damage)
 
 
 # %% auto #0
