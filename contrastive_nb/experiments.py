@@ -363,6 +363,8 @@ def _global_names(code) -> list[str]:
 
 def _reached(value, h, seen: set, label: str) -> None:
     "What code reads without taking it as an argument: user code by its code, a constant by value."
+    if not inspect.isfunction(value) and inspect.isfunction(getattr(value, '__wrapped__', None)):
+        value = value.__wrapped__  # functools.cache and other wrappers that are not functions
     if inspect.isfunction(value) and _is_user_code(value):
         _function_code(value, h, seen)  # a helper it calls, edited, is another run
     elif inspect.isclass(value) and _is_user_code(value): _class_code(value, h, seen)

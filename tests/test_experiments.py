@@ -54,6 +54,13 @@ def test_two_seeds_are_enough_and_one_is_not():
     assert ex.paired_difference([0.4, 0.5], [0.2, 0.2]).n == 2
     with pytest.raises(ValueError, match='at least 2 seeds'): ex.paired_difference([0.4], [0.2])
 
+def test_arms_of_other_lengths_and_levels_at_the_ends_are_refused():
+    "[1, 2, 3] - [1] would broadcast to a silent interval; level 0 or 1 is no interval."
+    for b in ([0.2], [0.2, 0.3]):
+        with pytest.raises(ValueError, match='one value per seed each'): ex.paired_difference([0.4, 0.5, 0.6], b)
+    for level in (0.0, 1.0):
+        with pytest.raises(ValueError, match='level'): ex.paired_difference([0.4, 0.5], [0.2, 0.2], level=level)
+
 def test_series_are_paired_by_seed_and_lists_by_position():
     a = pd.Series([0.40, 0.37, 0.42], index=[0, 1, 2])
     b = pd.Series([0.22, 0.21, 0.20], index=[2, 0, 1])  # seeds 2, 0, 1: aligned to 0.21, 0.20, 0.22
@@ -166,6 +173,13 @@ def test_a_failed_write_leaves_no_part_file_and_returns_the_run(shared, monkeypa
     with pytest.raises(KeyboardInterrupt): shared_run(weights, 9)
     assert list(shared.iterdir()) == []
 
+def test_a_write_that_fails_before_its_file_exists_still_returns_the_run(shared, monkeypatch):
+    def refused(obj, f, *a, **k): raise PermissionError(13, 'Permission denied')
+    monkeypatch.setattr(torch, 'save', refused)
+    with pytest.warns(UserWarning, match='could not keep weights.s result .*Permission denied'):
+        assert shared_run(weights, 8)['n'] == 8
+    assert list(shared.iterdir()) == []
+
 def test_keyword_arguments_are_part_of_the_key(shared):
     two, three = shared_run(weights, 4, scale=2.0), shared_run(weights, 4, scale=3.0)
     assert CALLS == [4, 4] and torch.equal(three['w'], torch.arange(4.0) * 3)
@@ -248,6 +262,51 @@ DECORATED = '''
 def test_a_decorated_helper_is_followed_into_what_it_wraps(tmp_path):
     key = lambda name, factor: run_fingerprint(load_module(tmp_path, name, DECORATED.format(factor=factor)).run, 3)
     assert key('a', 2) == key('b', 2) and key('c', 3) != key('a', 2)
+
+TABLE_DECORATED = '''
+    import functools
+    TABLE = {{}}
+    def via_table(f):
+        TABLE[f.__name__] = f
+        @functools.wraps(f)
+        def wrapper(*args): return TABLE[wrapper.__name__](*args)  # f is not in its closure
+        return wrapper
+    @via_table
+    def helper(x): return x * {factor}
+    def run(x): return helper(x)
+'''
+
+CACHED = '''
+    import functools
+    @functools.cache
+    def helper(x): return x * {factor}
+    def run(x): return helper(x)
+'''
+
+METHODS = '''
+    class Tool:
+        @staticmethod
+        def scale(x): return x * {factor}
+        @classmethod
+        def make(cls): return cls()
+    def run(x): return Tool.make().scale(x)
+'''
+
+@pytest.mark.parametrize('source', [TABLE_DECORATED, CACHED, METHODS], ids=['wrapped', 'cache', 'static'])
+def test_what_a_wrapper_or_a_class_hides_is_followed(tmp_path, source):
+    "A wrapper whose closure lacks what it wraps, a functools.cache object, a staticmethod: edited, a new key."
+    key = lambda name, factor: run_fingerprint(load_module(tmp_path, name, source.format(factor=factor)).run, 3)
+    assert key('a', 2) == key('b', 2) and key('c', 3) != key('a', 2)
+
+def test_a_module_imported_by_name_from_the_users_folder_is_user_code(tmp_path, monkeypatch):
+    "Registered in sys.modules with a file outside every library: its helpers are followed as a notebook's are."
+    import importlib
+    monkeypatch.syspath_prepend(str(tmp_path))
+    def key(name: str, factor: int) -> str:
+        (tmp_path / f'{name}.py').write_text(textwrap.dedent(CALLER.format(limit=10, factor=factor, offset=0)))
+        try: return run_fingerprint(importlib.import_module(name).run, 3)
+        finally: sys.modules.pop(name, None)
+    assert key('user_a', 2) == key('user_b', 2) and key('user_c', 3) != key('user_a', 2)
 
 def test_an_edited_package_is_another_key(tmp_path):
     "The package's sources are in every key: a cache folder that outlives a code change is not trusted."
