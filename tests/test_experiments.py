@@ -61,6 +61,12 @@ def test_arms_of_other_lengths_and_levels_at_the_ends_are_refused():
     for level in (0.0, 1.0):
         with pytest.raises(ValueError, match='level'): ex.paired_difference([0.4, 0.5], [0.2, 0.2], level=level)
 
+@pytest.mark.parametrize('a', ['0.4 0.5', b'\x01\x02', {0: 0.4, 1: 0.5}, (x for x in (0.4, 0.5))],
+                         ids=['str', 'bytes', 'dict', 'generator'])
+def test_what_is_not_a_sequence_of_numbers_is_named_so(a):
+    with pytest.raises(TypeError, match='a must be a sequence of per-seed numbers'):
+        ex.paired_difference(a, [0.2, 0.2])
+
 def test_series_are_paired_by_seed_and_lists_by_position():
     a = pd.Series([0.40, 0.37, 0.42], index=[0, 1, 2])
     b = pd.Series([0.22, 0.21, 0.20], index=[2, 0, 1])  # seeds 2, 0, 1: aligned to 0.21, 0.20, 0.22
@@ -292,9 +298,17 @@ METHODS = '''
     def run(x): return Tool.make().scale(x)
 '''
 
-@pytest.mark.parametrize('source', [TABLE_DECORATED, CACHED, METHODS], ids=['wrapped', 'cache', 'static'])
+PROPERTY = '''
+    class Tool:
+        @property
+        def factor(self): return {factor}
+    def run(x): return x * Tool().factor
+'''
+
+@pytest.mark.parametrize('source', [TABLE_DECORATED, CACHED, METHODS, PROPERTY],
+                         ids=['wrapped', 'cache', 'static', 'property'])
 def test_what_a_wrapper_or_a_class_hides_is_followed(tmp_path, source):
-    "A wrapper whose closure lacks what it wraps, a functools.cache object, a staticmethod: edited, a new key."
+    "A wrapper whose closure lacks what it wraps, functools.cache, a staticmethod, a property: edited, a new key."
     key = lambda name, factor: run_fingerprint(load_module(tmp_path, name, source.format(factor=factor)).run, 3)
     assert key('a', 2) == key('b', 2) and key('c', 3) != key('a', 2)
 
@@ -387,6 +401,16 @@ def test_a_run_that_exits_is_named(watchdog, processes):
 def test_a_result_pickle_cannot_carry_is_named(watchdog):
     with pytest.raises(RuntimeError, match=r"unsendable\(0,\) failed: its result cannot be sent back"):
         map_runs(unsendable, [(0,), (1,)], processes=2, progress=False)
+
+def fails_first(x: int) -> int:
+    if x == 0: raise ValueError('the first job fails')
+    return x
+
+@pytest.mark.parametrize('n_left, end', [(3, r'fails_first\(3,\)$'), (4, r'fails_first\(3,\) and 1 more$')])
+def test_the_jobs_left_are_named_three_at_most(n_left, end):
+    with pytest.raises(RuntimeError, match=rf"fails_first\(0,\) failed: .*; {n_left} job\(s\) did not finish: "
+                                           rf"fails_first\(1,\), fails_first\(2,\), {end}"):
+        map_runs(fails_first, [(i,) for i in range(n_left + 1)], processes=1, progress=False)
 
 def fails_on_long(values: list, x: int = 0) -> int:
     raise ValueError('x' * 100_000)
