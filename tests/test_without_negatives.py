@@ -283,3 +283,26 @@ def test_simsiam_of_float16_rows_is_computed_in_float32():
     reference = -(cos(p1, z2) + cos(p2, z1)) / 2  # of the same float16 values, in float64
     loss = simsiam_loss(p1, z1, p2, z2)
     assert loss.dtype == torch.float32 and abs(loss.double() - reference) < 1e-6
+
+def test_barlow_twins_of_float16_views_is_standardised_in_float32():
+    "Half-precision views are widened before their means and variances: C is float32's, not float16's."
+    from contrastive_nb.without_negatives import cross_correlation
+    torch.manual_seed(0)
+    z1, z2 = torch.randn(64, 8).half(), torch.randn(64, 8).half()
+    c = cross_correlation(z1, z2)
+    assert c.dtype == torch.float32
+    assert torch.allclose(c.double(), cross_correlation(z1.double(), z2.double()), atol=1e-5)
+
+def test_rows_and_columns_are_only_ever_shrunk_so_eps_keeps_its_meaning():
+    "Rows are scaled by 2^-k only at |values| of 1 and above: one whose norm is just above the cosine's ε = 1e-8"
+    "is not pushed below it (its cosine stays 1). Columns carry ε along: C_ii = var / (var + ε) at any scale."
+    from contrastive_nb.without_negatives import byol_loss, cross_correlation, simsiam_loss
+    torch.manual_seed(0)
+    p = torch.randn(8, 4, dtype=torch.float64)
+    p = p / p.norm(dim=1, keepdim=True) * 1.5e-8  # norm 1.5 ε: cos(p, p) = 1
+    assert simsiam_loss(p, p, p, p).item() == pytest.approx(-1.0, abs=1e-9)
+    assert byol_loss(p, p, p, p).item() == pytest.approx(0.0, abs=1e-9)
+    z = torch.randn(16, 4, dtype=torch.float64)
+    z = (z - z.mean(0)) / z.std(0, unbiased=False) * 0.01  # variance 1e-4, ten times ε = 1e-5
+    expected = 1e-4 / (1e-4 + 1e-5)  # C_ii = var / (var + ε), exactly what BatchNorm's ε gives
+    assert torch.diagonal(cross_correlation(z, z)).tolist() == pytest.approx([expected] * 4, rel=1e-9)
