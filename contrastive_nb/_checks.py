@@ -20,12 +20,14 @@ import torch
 from torch import Tensor, nn
 
 # %% auto #0
-__all__ = ['SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability', 'check_range',
-           'check_temperature', 'check_choice', 'check_bool', 'check_tensor', 'check_indices', 'check_ids',
-           'check_generator', 'check_rng', 'check_module', 'check_frame', 'check_path', 'check_same_length',
-           'zip_damage']
+__all__ = ['INT64_MAX', 'SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability',
+           'check_range', 'check_temperature', 'check_choice', 'check_bool', 'check_tensor', 'check_indices',
+           'check_ids', 'check_generator', 'check_rng', 'check_module', 'check_frame', 'check_path',
+           'check_same_length', 'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
+INT64_MAX = 2 ** 63 - 1  # torch's integers: a count past it fails deep inside torch
+
 def check_int(
     value, # the argument to check
     name: str, # its name, for the message
@@ -41,6 +43,9 @@ def check_int(
     if (low is not None and value < low) or (high is not None and value > high):
         span = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
         raise ValueError(f"{name} must lie in {span}, got {value}")
+    if high is None and not -INT64_MAX - 1 <= value <= INT64_MAX:  # a given high says otherwise
+        raise ValueError(f"{name} must fit in torch's 64-bit integers (at most {INT64_MAX}), "
+                         f"got {value}")
     return value
 
 def check_positive_int(

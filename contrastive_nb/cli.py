@@ -23,7 +23,7 @@ import torch
 from torch import distributed as dist
 
 from . import __version__
-from ._checks import SEED_MAX, check_path
+from ._checks import INT64_MAX, SEED_MAX, check_path
 from .augment import AugmentationPolicy
 from .data import DatasetNotFoundError
 from .methods import method_names, method_spec
@@ -56,13 +56,12 @@ def _bool(text: str) -> bool:
     if low in ('false', 'no', '0', 'off'): return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
-_INT64_MAX = 2 ** 63 - 1  # torch's integers: a larger count fails deep inside torch, in C++'s words
 
 def _int(high: int):
     "An int option's type: a whole number that torch can hold, at most `high`."
     def convert(text: str) -> int:
         value = int(text)  # not a whole number: argparse's "invalid int value"
-        if not -_INT64_MAX - 1 <= value <= high:
+        if not -INT64_MAX - 1 <= value <= high:
             raise argparse.ArgumentTypeError(f"{text} does not fit in torch's 64-bit integers "
                                              f"(at most {high})")
         return value
@@ -82,7 +81,7 @@ def _add_settings(group, cls: type, defaults, table: str = '') -> None:
         # a tuple: that many values (an empty one: any number), typed as its items (mixed: floats)
         items = {type(v) for v in default} if kind is tuple else {kind}
         item = items.pop() if len(items) == 1 else float
-        whole = _int(SEED_MAX if f.name.endswith('seed') else _INT64_MAX)  # seeds: up to 2**64 - 1
+        whole = _int(SEED_MAX if f.name.endswith('seed') else INT64_MAX)  # seeds: up to 2**64 - 1
         extra = dict(type={bool: _bool, int: whole, float: float}.get(item, str))
         if kind is tuple: extra['nargs'] = len(default) or '*'
         metavar = {bool: 'BOOL', int: 'INT', float: 'FLOAT'}.get(item, 'TEXT')

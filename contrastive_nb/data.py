@@ -478,7 +478,7 @@ def split_tickets(
     "Split tickets by problem, per intent, so paraphrases of one problem never straddle the split."
     check_tickets(df)
     test_frac = check_number(test_frac, 'test_frac', 0.0, 1.0, low_open=True, high_open=True)
-    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
+    rng = np.random.default_rng(check_seed(seed))
     test_problems = []
     for _, problems in df.groupby('intent').problem_id.unique().sort_index().items():
         problems = rng.permutation(sorted(problems))
@@ -603,7 +603,7 @@ def write_cifar10_fixture(
 ) -> Path: # the created folder
     "Write a tiny CIFAR-10 in the real on-disk format (python pickle batches)."
     per_batch = check_positive_int(per_batch, 'per_batch')
-    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
+    rng = np.random.default_rng(check_seed(seed))
     folder = _fixture_root(root) / 'cifar-10-batches-py'
     folder.mkdir(parents=True, exist_ok=True)
     for name in [f'data_batch_{i}' for i in range(1, 6)] + ['test_batch']:
@@ -622,7 +622,7 @@ def write_stl10_fixture(
 ) -> Path: # the created folder
     "Write a tiny STL-10 in the real on-disk format (column-major uint8 binaries, labels 1–10)."
     n = check_positive_int(n, 'n')
-    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
+    rng = np.random.default_rng(check_seed(seed))
     folder = _fixture_root(root) / 'stl10_binary'
     folder.mkdir(parents=True, exist_ok=True)
     for split in ('train', 'test', 'unlabeled'):
@@ -733,7 +733,7 @@ def write_fashion_mnist_fixture(
 ) -> Path: # the folder
     "Write a tiny Fashion-MNIST in its released format: four gzipped IDX files of 28×28 images."
     n = check_int(n, 'n', low=1, high=60_000)  # a fixture, not 47 GB of noise
-    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
+    rng = np.random.default_rng(check_seed(seed))
     folder = _fixture_root(root)
     folder.mkdir(parents=True, exist_ok=True)
     for images_name, labels_name in _FASHION_FILES.values():

@@ -213,7 +213,7 @@ def split_by_message(
     "Hold out `queries_per_problem` tickets of every problem as queries; the rest is the corpus."
     check_tickets(df)
     k = check_positive_int(queries_per_problem, 'queries_per_problem')
-    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
+    rng = np.random.default_rng(check_seed(seed))
     sizes = df.groupby('problem_id').size()
     if len(sizes) == 0: raise ValueError("df has no tickets")
     if (sizes <= k).any():
@@ -251,7 +251,7 @@ def paraphrase_tickets(
     n_per_problem = check_positive_int(n_per_problem, 'n_per_problem')
     synonym_p = check_probability(synonym_p, 'synonym_p')
     drop_p = check_probability(drop_p, 'drop_p')
-    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
+    rng = np.random.default_rng(check_seed(seed))
     table = PARAPHRASE_SYNONYMS if synonyms is None else check_synonyms(synonyms)
     rows = []
     for problem, group in df.groupby('problem_id', sort=True):
@@ -356,7 +356,7 @@ def bootstrap_ci(
     if not np.isfinite(v).all(): raise ValueError("values contain NaN or inf")
     n_boot = check_positive_int(n_boot, 'n_boot')
     level = check_number(level, 'level', 0.0, 1.0, low_open=True, high_open=True)
-    rng = np.random.default_rng(check_int(seed, 'seed', low=0))
+    rng = np.random.default_rng(check_seed(seed))
     means = v.astype(np.float64)[rng.integers(0, len(v), (n_boot, len(v)))].mean(1)
     low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(v.mean()), float(low), float(high)

@@ -218,7 +218,8 @@ def _check_settings(c: TrainConfig) -> None:
         # a Path (write_fashion_mnist_fixture's, say) is kept as its text: what config.json holds
         if f.name == 'data_root' and isinstance(value, os.PathLike): value = os.fspath(value)
         if kind is bool: check_bool(value, f.name)
-        elif kind is int: value = check_int(value, f.name)
+        elif kind is int:  # seeds up to 2**64 - 1; counts up to torch's 64-bit integers
+            value = (check_seed if f.name.endswith('seed') else check_int)(value, f.name)
         elif kind is float: value = check_number(value, f.name)
         elif not isinstance(value, str):
             what = 'a string or a path' if f.name == 'data_root' else 'a string'

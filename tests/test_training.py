@@ -1020,6 +1020,15 @@ def test_data_root_may_be_any_path_like_and_is_saved_as_text(tmp_path):
     with pytest.raises(TypeError, match='data_root must be a string or a path, got bytes'):
         tiny(data_root=bytes(root))
 
+@pytest.mark.parametrize('name', ['embed_dim', 'head_hidden', 'n_train', 'warmup_epochs'])
+def test_a_count_beyond_torchs_64_bits_is_refused_by_name_from_python_and_from_a_dict(name):
+    "embed_dim=2**70 reached torch.empty: 'Overflow when unpacking long long', in C++'s words."
+    for make in (lambda: tiny(**{name: 2 ** 70}), lambda: TrainConfig.from_dict({name: 2 ** 70})):
+        with pytest.raises(ValueError, match=f"{name} must fit in torch's 64-bit integers"): make()
+    config = tiny(seed=2 ** 64 - 1, data_seed=2 ** 64 - 1)  # a seed takes all of torch's range
+    assert config.seed == config.data_seed == 2 ** 64 - 1
+    with pytest.raises(ValueError, match=r'seed must lie in \[0, 18446744073709551615\]'): tiny(seed=2 ** 64)
+
 def test_an_edited_baselines_json_is_measured_again_not_trusted(tmp_path):
     config = tiny(epochs=1)
     measured = train(config, tmp_path).baselines()
