@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from contrastive_nb.methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup, MethodSpec, TwoViewMethod,
-                                    method_names, method_spec, register_method, settings_from_dict)
+from contrastive_nb.methods import (METHODS, Batch, ContrastiveMethod, MethodOptions, MethodSetup, MethodSpec,
+                                    TwoViewMethod, method_names, method_spec, register_method, settings_from_dict)
 
 @dataclasses.dataclass(frozen=True)
 class Opts(MethodOptions):
@@ -153,3 +153,39 @@ def test_a_course_method_refuses_a_batch_with_another_number_of_views_than_n_vie
                       texts=['a red circle'] * 4)
         with pytest.raises(ValueError, match=rf"^{name} takes {n} views? per batch, got {got}$"):
             method.loss_backward(batch)
+
+# --- survivors of a second sample (seed 7) ------------------------------------------------------------------------
+
+def test_a_lesson_notebooks_copy_of_its_method_is_returned_and_the_packages_stays():
+    "Running lesson 03 in Jupyter registers __main__.SimCLR: the package's class stays registered."
+    package = method_spec('simclr').builder
+    copy = type('SimCLR', (package,), {'__module__': '__main__', '__qualname__': 'SimCLR'})
+    assert register_method('simclr', copy) is copy
+    assert method_spec('simclr').builder is package
+
+def test_another_builder_under_a_registered_name_is_refused_by_name():
+    class First(Pairs): pass
+    class Second(Pairs): pass
+    register_method('toy_taken_41', First)
+    try:
+        with pytest.raises(ValueError, match="method 'toy_taken_41' is already registered"):
+            register_method('toy_taken_41', Second)
+        assert method_spec('toy_taken_41').builder is First
+    finally: METHODS.pop('toy_taken_41')
+
+@pytest.mark.parametrize('name', ['nosuch', 'nosuch:Class', 'mine.txt:Mine'])
+def test_a_name_that_is_neither_registered_nor_file_py_class_lists_the_methods(name):
+    with pytest.raises(ValueError, match=r"method must be one of \(.*'simclr'.*\), or FILE.py:CLASS"):
+        method_spec(name)
+
+def test_a_method_file_that_fails_on_import_fails_the_same_way_the_next_time(tmp_path):
+    "A half-run module is not kept: the second read runs the file again and names the same error."
+    (tmp_path / 'broken.py').write_text(METHOD_FILE + 'raise RuntimeError("half way")\n')
+    name = f'{tmp_path / "broken.py"}:Mine'
+    for attempt in range(2):
+        with pytest.raises(ValueError, match='RuntimeError: half way'): method_spec(name)
+
+def test_method_setup_takes_total_steps_of_zero_or_more():
+    assert setup(total_steps=0).total_steps == 0 and setup(total_steps=12).total_steps == 12
+    with pytest.raises(ValueError, match='total_steps'): setup(total_steps=-1)
+    with pytest.raises(TypeError, match='total_steps'): setup(total_steps=1.5)
