@@ -63,7 +63,7 @@ def _int(high: int):
         value = int(text)  # not a whole number: argparse's "invalid int value"
         if not -INT64_MAX - 1 <= value <= high:
             raise argparse.ArgumentTypeError(f"{text} does not fit in torch's 64-bit integers "
-                                             f"(at most {high})")
+                                             f"(from {-INT64_MAX - 1} to {high})")
         return value
     convert.__name__ = 'int'  # argparse names the type by it
     return convert

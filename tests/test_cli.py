@@ -638,6 +638,10 @@ def test_an_integer_beyond_torchs_64_bits_is_refused_by_the_parser(capsys):
         assert len(err.strip().splitlines()) == 2, err
     args = vars(build_parser().parse_args(['train', '--seed', str(2 ** 64 - 1), '--n-train', str(2 ** 63 - 1)]))
     assert args['seed'] == 2 ** 64 - 1 and args['n_train'] == 2 ** 63 - 1  # seeds take all of SEED_MAX
+    # the lowest 64-bit integer reaches the settings' own check; one below it is the parser's to refuse
+    assert build_parser().parse_args(['train', '--n-train', str(-2 ** 63)]).n_train == -2 ** 63
+    with pytest.raises(SystemExit): main(['train', '--n-train', str(-2 ** 63 - 1)])
+    assert f"from {-2 ** 63} to {2 ** 63 - 1}" in capsys.readouterr().err
 
 def test_resume_refuses_device_and_threads_but_says_where_they_are_read_and_that_works(tmp_path, capsys, monkeypatch):
     # resume(run_dir, epochs, log) takes no settings: where a run goes on is the folder's config.json (lesson 09)

@@ -167,3 +167,17 @@ def test_a_relative_method_file_name_means_the_file_in_the_current_folder(tmp_pa
         monkeypatch.chdir(tmp_path / folder)
         spec = method_spec('align_uniform.py:AlignUniform')
         assert spec.options().weight == weight and spec.source == str(tmp_path / folder / 'align_uniform.py')
+
+def test_evaluate_reads_a_file_methods_run_and_refuses_it_once_the_file_is_edited(method_file, tmp_path, capsys):
+    from contrastive_nb.cli import main
+    from contrastive_nb.training import train
+    config = TrainConfig(method=f'{method_file}:AlignUniform', n_train=40, n_test=16, augment={'size': 16}, width=4,
+                         blocks=2, head_hidden=16, embed_dim=8, batch_size=8, epochs=1, knn_every=0, progress=False)
+    train(config, tmp_path / 'run')
+    assert main(['evaluate', str(tmp_path / 'run'), '--device', 'cpu']) == 0  # the file as it was trained
+    report = json.loads((tmp_path / 'run' / 'evaluation.json').read_text())
+    assert report['checkpoint'] == str(latest_checkpoint(tmp_path / 'run')) and report['step'] > 0
+    capsys.readouterr()
+    method_file.write_text(METHOD.replace('weight: float = 1.0', 'weight: float = 2.0'))
+    assert main(['evaluate', str(tmp_path / 'run'), '--device', 'cpu']) == 2
+    assert 'has changed since the run was trained: restore it to evaluate the run' in capsys.readouterr().err
