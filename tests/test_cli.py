@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -571,6 +572,21 @@ def test_an_interrupted_resume_names_the_checkpoint_it_goes_on_from(tmp_path, ca
     code, _, err = run_main(capsys, 'train', '--resume', 'r')
     assert code == 130 and err.strip() == ('contrastive-nb train: interrupted at step 12 of 40; it goes on from its '
                                            'checkpoint step_000010.pt with: contrastive-nb train --resume r')
+
+def test_an_interrupted_train_without_run_dir_names_the_folder_it_made(tmp_path, capsys, monkeypatch):
+    "The default folder, runs/simclr-shapes-<time>, is only known once made: the resume command must name it."
+    from contrastive_nb.training import Trainer
+    monkeypatch.chdir(tmp_path)
+    step = Trainer.train_step
+    def stop_at_5(self):
+        if self.step == 5: raise KeyboardInterrupt
+        return step(self)
+    monkeypatch.setattr(Trainer, 'train_step', stop_at_5)
+    code, _, err = run_main(capsys, 'train', *TINY, '--checkpoint-every', '3')
+    [run] = (tmp_path / 'runs').iterdir()
+    assert code == 130 and run.name.startswith('simclr-shapes-')
+    assert err.strip().endswith(f"it goes on from its checkpoint {latest_checkpoint(run).name} with: "
+                                f"contrastive-nb train --resume {Path('runs') / run.name}"), err
 
 def test_zero_epochs_is_refused_as_such_not_as_a_warm_up_too_long(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
