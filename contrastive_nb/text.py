@@ -448,9 +448,10 @@ def matryoshka_loss(
 
 def _unit_prefix(x: Tensor, m: int) -> Tensor:
     "The first m columns, each row at length 1 (a zero row stays zero, for the loss to name)."
-    x = x[:, :m]  # divided by its largest |value| first: the squares of 1e30 overflow float32
-    largest = x.detach().abs().amax(1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
-    return F.normalize(x / largest, dim=1)
+    x = x[:, :m]  # the squares of 1e30 overflow float32: rows of |value| >= 1 are scaled first,
+    # by 2^-k (exact, so F.normalize gives the same bits as unscaled wherever nothing overflows)
+    k = torch.frexp(x.detach().abs().amax(1, keepdim=True)).exponent.clamp_min(0)
+    return F.normalize(x * torch.ldexp(torch.ones_like(k, dtype=x.dtype), -k), dim=1)
 
 # %% ../nbs/11_text_retrieval.ipynb #1ffedafc
 def mine_hard_negatives(

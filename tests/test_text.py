@@ -586,6 +586,19 @@ def test_matryoshka_loss_at_huge_values_is_its_loss_at_1(dtype, scale):
     assert torch.allclose(T.matryoshka_loss(scale * a, scale * p, dims=(2, 4, 8)),
                           T.matryoshka_loss(a, p, dims=(2, 4, 8)), rtol=1e-5)
 
+@pytest.mark.parametrize('scale', [0.01, 3.7, 250.0])
+def test_matryoshka_prefixes_are_scaled_exactly_so_ordinary_values_give_the_same_bits(scale):
+    "Rows are scaled by 2^-k before F.normalize: the same loss and gradient, bit for bit, as without scaling"
+    "(dividing by the largest value instead moved the last bits, and so lesson 11's committed numbers)."
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(5)
+    a, p = (scale * torch.randn(16, 32, generator=g) for _ in range(2))
+    a1, a2 = a.clone().requires_grad_(), a.clone().requires_grad_()
+    scaled = T.matryoshka_loss(a1, p, dims=(8, 32))
+    plain = sum(T.mnrl_loss(F.normalize(a2[:, :m], dim=1), F.normalize(p[:, :m], dim=1)) for m in (8, 32))
+    scaled.backward(), plain.backward()
+    assert torch.equal(scaled, plain) and torch.equal(a1.grad, a2.grad)  # the same operations on one machine
+
 def test_matryoshka_loss_refuses_positives_of_another_width():
     g = torch.Generator().manual_seed(3)
     a, p = torch.randn(6, 8, generator=g), torch.randn(6, 4, generator=g)
