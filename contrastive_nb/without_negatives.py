@@ -146,14 +146,17 @@ def barlow_twins_loss(
 def _vicreg_terms(z1: Tensor, z2: Tensor, gamma: float, eps: float) -> dict[str, Tensor]:
     "The three terms, unchecked; inf (never NaN) where one exceeds the dtype."
     n, d = z1.shape
-    diagonal = torch.eye(d, dtype=torch.bool, device=z1.device)  # left out: inf - inf is NaN
+    diagonal = torch.eye(d, dtype=torch.bool, device=z1.device)  # for inf - inf, which is NaN
     def variance_covariance(z: Tensor) -> tuple[Tensor, Tensor]:
         z = _wide(z)
         s = _shrinking(z, 0)  # each column times s: its squares stay finite
         a = z * s - (z * s).mean(0)
         hinge = F.relu(gamma - torch.sqrt(a.var(0) / s / s + eps)).mean()  # unbiased; inf: 0
         cov = a.T @ a / (n - 1) / s.mT / s  # back to z's scale, one factor at a time: 0 stays 0
-        return hinge, cov.pow(2).masked_fill(diagonal, 0).sum() / d
+        squares = cov.pow(2)
+        whole = squares.sum() - torch.diagonal(cov).pow(2).sum()  # the official code's sum
+        left_out = squares.masked_fill(diagonal, 0).sum()  # when a square is inf (no host read)
+        return hinge, torch.where(torch.isfinite(whole), whole, left_out) / d
     (v1, c1), (v2, c2) = variance_covariance(z1), variance_covariance(z2)
     return {'invariance': F.mse_loss(_wide(z1), _wide(z2)), 'variance': v1 / 2 + v2 / 2,
             'covariance': c1 + c2}

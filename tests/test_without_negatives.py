@@ -306,3 +306,22 @@ def test_rows_and_columns_are_only_ever_shrunk_so_eps_keeps_its_meaning():
     z = (z - z.mean(0)) / z.std(0, unbiased=False) * 0.01  # variance 1e-4, ten times ε = 1e-5
     expected = 1e-4 / (1e-4 + 1e-5)  # C_ii = var / (var + ε), exactly what BatchNorm's ε gives
     assert torch.diagonal(cross_correlation(z, z)).tolist() == pytest.approx([expected] * 4, rel=1e-9)
+
+def test_vicreg_covariance_is_the_official_codes_sum_bit_for_bit_where_nothing_overflows():
+    "Sum of all squares minus the diagonal's, as the official code: leaving the diagonal out instead (needed only"
+    "when a square is inf) rounds differently, and lesson 13's committed VICReg numbers came from this sum."
+    from contrastive_nb.without_negatives import vicreg_terms
+    g = torch.Generator().manual_seed(11)
+    z1, z2 = (3 * torch.randn(64, 16, generator=g) for _ in range(2))
+    z = z1.clone().requires_grad_()
+    covariance = vicreg_terms(z, z2)['covariance']
+    (gradient,) = torch.autograd.grad(covariance, z)
+    def official(z1, z2):
+        n, d = z1.shape
+        a, b = z1 - z1.mean(0), z2 - z2.mean(0)
+        off = lambda m: (m.pow(2).sum() - torch.diagonal(m).pow(2).sum()) / d
+        return off(a.T @ a / (n - 1)) + off(b.T @ b / (n - 1))
+    z = z1.clone().requires_grad_()
+    expected = official(z, z2)
+    assert torch.equal(covariance, expected)  # the same operations, on one machine
+    assert torch.equal(gradient, torch.autograd.grad(expected, z)[0])
