@@ -150,7 +150,8 @@ def _vicreg_terms(z1: Tensor, z2: Tensor, gamma: float, eps: float) -> dict[str,
     def variance_covariance(z: Tensor) -> tuple[Tensor, Tensor]:
         z = _wide(z)
         s = _shrinking(z, 0)  # each column times s: its squares stay finite
-        a = z * s - (z * s).mean(0)
+        centre = (z * s).mean(0)  # first: autograd then adds z's gradients in the official order
+        a = z * s - centre
         hinge = F.relu(gamma - torch.sqrt(a.var(0) / s / s + eps)).mean()  # unbiased; inf: 0
         cov = a.T @ a / (n - 1) / s.mT / s  # back to z's scale, one factor at a time: 0 stays 0
         squares = cov.pow(2)
