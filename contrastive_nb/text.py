@@ -378,8 +378,10 @@ def mnrl_loss(
                          "the same shape: one positive per anchor")
     wide = torch.promote_types(a.dtype, p.dtype)  # float32 and float64 rows: one product
     a, p = a.to(wide), p.to(wide)
-    # the loss reaches 2 × scale when a negative beats the positive: that must fit the dtype
-    scale = check_number(scale, 'scale', low=0.0, low_open=True, high=torch.finfo(a.dtype).max / 4)
+    scale = check_number(scale, 'scale', low=0.0, low_open=True)
+    if scale > torch.finfo(a.dtype).max / 4:  # the loss reaches 2 × scale when a negative wins
+        raise ValueError(f"scale ({scale:g}) makes the logits overflow {a.dtype}: at most "
+                         f"{torch.finfo(a.dtype).max / 4:.3g}")
     check_choice(reduction, 'reduction', REDUCTIONS)
     n = len(a)
     keys, key_labels = p, None
