@@ -44,8 +44,8 @@ def check_int(
         span = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
         raise ValueError(f"{name} must lie in {span}, got {value}")
     if high is None and not -INT64_MAX - 1 <= value <= INT64_MAX:  # a given high says otherwise
-        raise ValueError(f"{name} must fit in torch's 64-bit integers (at most {INT64_MAX}), "
-                         f"got {value}")
+        raise ValueError(f"{name} must fit in torch's 64-bit integers (from {-INT64_MAX - 1} to "
+                         f"{INT64_MAX}), got {value}")
     return value
 
 def check_positive_int(

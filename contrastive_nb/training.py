@@ -249,7 +249,6 @@ def _check_ranges(c: TrainConfig) -> None:
         check_positive_int(getattr(c, name), name)
     for name in ('n_train', 'n_test', 'warmup_epochs', 'threads', 'knn_every', 'checkpoint_every'):
         check_int(getattr(c, name), name, low=0)
-    for name in ('seed', 'data_seed'): check_seed(getattr(c, name), name)
     if c.batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {c.batch_size}: a source "
                          "needs other sources as negatives, and BatchNorm needs two rows")
