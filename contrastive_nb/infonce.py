@@ -15,11 +15,11 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
-from tqdm import tqdm
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
                                     check_seed, check_temperature, check_tensor, check_module)
 from .augment import AugmentationPolicy, augment_batch
+from .loop import History, ImageBatches, Loop, OnStep, Progress
 from .methods import (Batch, ContrastiveMethod, MethodOptions, TwoViewMethod,
                                     register_method)
 from .similarity import l2_normalize
@@ -280,17 +280,12 @@ def row_logsumexp(
     return exp.sum(1).log_() + shift
 
 # %% ../nbs/03_infonce.ipynb #84d6fbea
-def _check_training(method, images, labels, epochs, batch_size, lr, weight_decay, seed) -> None:
-    "Validate `train_method`'s arguments before any work."
+def _check_training(method, images, epochs, batch_size, lr, weight_decay, seed) -> None:
+    "Validate `train_method`'s own arguments before any work (the loop checks the rest)."
     if not isinstance(method, ContrastiveMethod):
         raise TypeError(f"method must be a ContrastiveMethod (the methods tools page), got "
                         f"{type(method).__name__}")
-    if not method.parameters_to_train(): raise ValueError("the method has nothing to train")
     check_tensor(images, 'images', ndim=4, nonempty=True)
-    if labels is not None:
-        check_tensor(labels, 'labels', ndim=1, dtype='int')
-        if len(labels) != len(images):
-            raise ValueError(f"labels has {len(labels)} rows for {len(images)} images")
     check_positive_int(epochs, 'epochs')
     check_positive_int(batch_size, 'batch_size')
     if min(batch_size, len(images)) < 2:
@@ -299,13 +294,6 @@ def _check_training(method, images, labels, epochs, batch_size, lr, weight_decay
     check_number(lr, 'lr', low=0.0, low_open=True)
     check_number(weight_decay, 'weight_decay', low=0.0)
     check_seed(seed)
-
-def _scalar(loss) -> Tensor:
-    "The loss to differentiate, if it is one: a scalar tensor (else a clear error, not torch's)."
-    if not isinstance(loss, Tensor) or loss.ndim != 0:
-        got = tuple(loss.shape) if isinstance(loss, Tensor) else type(loss).__name__
-        raise ValueError(f"the method's loss must be a scalar tensor, got {got}")
-    return loss
 
 def loss_value(
     loss: Tensor, # the scalar loss of a step
@@ -323,7 +311,7 @@ def train_method(
     images: Tensor, # (N, 3, H, W) training images, float in [0, 1] or uint8
     policy: AugmentationPolicy = AugmentationPolicy(), # how each view is drawn
     epochs: int = 10, # passes over the images
-    batch_size: int = 256, # sources per step
+    batch_size: int = 256, # sources per step (all of them, if fewer)
     lr: float = 1e-3, # Adam's learning rate
     weight_decay: float = 1e-6, # Adam's weight decay
     seed: int = 0, # shuffling, augmentation (and what the method draws) are reproducible from it
@@ -333,38 +321,18 @@ def train_method(
     callback: Callable[[int], None] | None = None, # called with the step number after each step
     draw: Callable[[Tensor, torch.Generator], Batch] | None = None, # (rows, gen.) -> the Batch
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
-    "The loop of every method: reshuffle, draw the method's views of each batch, one Adam step."
-    _check_training(method, images, labels, epochs, batch_size, lr, weight_decay, seed)
+    "Train any method with Adam on the loop, with a history of the losses and a progress bar."
+    _check_training(method, images, epochs, batch_size, lr, weight_decay, seed)
     for name, f in (('callback', callback), ('draw', draw)):
         if f is not None and not callable(f):
             raise TypeError(f"{name} must be callable or None, got {type(f).__name__}")
-    generator = torch.Generator().manual_seed(seed)
+    data = ImageBatches(images, policy, min(batch_size, len(images)), method.n_views, labels,
+                        torch.Generator().manual_seed(seed), draw=draw)
     optimiser = torch.optim.Adam(method.parameters_to_train(), lr=lr, weight_decay=weight_decay)
-    steps_per_epoch = len(images) // batch_size or 1  # drop the ragged last batch: BatchNorm
-    if labels is None: labels = torch.zeros(len(images), dtype=torch.long, device=images.device)
-    def augmented(idx: Tensor, generator: torch.Generator) -> Batch:  # the default `draw`
-        views = [augment_batch(images[idx], policy, generator) for _ in range(method.n_views)]
-        return Batch(views, idx, labels[idx], generator)
-    if draw is None: draw = augmented
-    method.train()
-    history = []
-    with tqdm(total=epochs * steps_per_epoch, disable=not progress, desc=desc,
-              mininterval=2) as bar:
-        for epoch in range(epochs):
-            order = torch.randperm(len(images), generator=generator).to(images.device)
-            for i in range(steps_per_epoch):
-                step, idx = epoch * steps_per_epoch + i, order[i * batch_size:(i + 1) * batch_size]
-                batch = draw(idx, generator)
-                optimiser.zero_grad(set_to_none=True)
-                loss = method.loss_backward(batch, _scalar)
-                value = loss_value(loss, step)
-                optimiser.step()
-                method.after_step()
-                history.append((epoch, step, value))
-                bar.update()
-                bar.set_postfix(loss=f'{value:.3f}', refresh=False)
-                if callback is not None: callback(step)
-    return pd.DataFrame(history, columns=['epoch', 'step', 'loss'])
+    history = History()
+    callbacks = [history, Progress(desc, progress)] + ([OnStep(callback)] if callback else [])
+    Loop(method, optimiser, data, epochs, callbacks).fit()
+    return history.frame()
 
 # %% ../nbs/03_infonce.ipynb #3cf7312f
 class PairLoss(ContrastiveMethod):
