@@ -29,7 +29,7 @@ from .data import DatasetNotFoundError
 from .methods import method_names, method_spec
 from .training import (RECIPES, RUNTIME_SETTINGS, TRAIN_POLICY, TrainConfig,
                                      Trainer, check_run_dir, format_seconds, latest_checkpoint,
-                                     load_latest_checkpoint, recipe, resume, world)
+                                     recipe, resume, world)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']
@@ -296,17 +296,8 @@ def _summary(report: dict) -> str:
 
 def _evaluate(args: argparse.Namespace) -> dict:
     check_run_dir(args.run_dir)  # evaluation.json goes there
-    path, state = load_latest_checkpoint(args.run_dir, 'evaluate')
-    values = {**state['config'], 'device': args.device, 'progress': False}
-    trainer = Trainer(TrainConfig.from_dict(values), args.run_dir)  # reads its baselines.json
-    saved, now = state.get('method_file'), trainer.method_file
-    if saved and now and saved['sha256'] != now['sha256']:  # the weights of another method
-        raise ValueError(f"the method file {now['path']} has changed since the run was trained: "
-                         "restore it to evaluate the run")
-    trainer.method.load_state_dict(state['model'])
-    trainer.step, trainer.history = state['step'], [tuple(r) for r in state['history']]
-    trainer.seconds = state.get('seconds', 0.0)
-    report = {**trainer.report(), 'checkpoint': str(path)}
+    trainer = Trainer.from_checkpoint(args.run_dir, args.device)
+    report = {**trainer.report(), 'checkpoint': str(latest_checkpoint(args.run_dir))}
     (Path(args.run_dir) / 'evaluation.json').write_text(json.dumps(report, indent=1) + '\n')
     return report
 

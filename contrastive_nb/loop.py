@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ._checks import (check_bool, check_generator, check_int, check_positive_int,
                                     check_tensor)
@@ -120,8 +120,9 @@ class Loop:
         self.epochs = check_positive_int(epochs, 'epochs')
         self.callbacks = sorted(_check_callbacks(callbacks), key=lambda cb: cb.order)
         self.step, self.seconds = 0, 0.0  # steps taken; seconds spent in `fit`, resumes included
-        self.scaler = torch.amp.GradScaler('cpu', enabled=False)  # `Precision` sets float16's
+        self.scaler = torch.amp.GradScaler('cpu', enabled=False)  # float16 runs set an enabled one
         self.batch = self.loss = self.value = None  # the step's input, loss tensor and number
+        self._trained, self._tick = method.parameters_to_train(), time.perf_counter()
 
     @property
     def total_steps(self) -> int: return self.epochs * self.data.steps_per_epoch
@@ -154,17 +155,17 @@ class Loop:
         now = time.perf_counter()
         self.seconds, self._tick = self.seconds + now - self._tick, now
         self.event('after_step')
-        if self.epoch_end(): self.event('after_epoch')
 
     def fit(self) -> Loop: # itself, trained to `total_steps`
         "Train from wherever the loop is to its end."
         self.method.train()
-        self._trained, self._tick = self.method.parameters_to_train(), time.perf_counter()
+        self._tick = time.perf_counter()
         try:
             self.event('before_fit')
             while self.step < self.total_steps:
                 if self.epoch_end(): self.event('before_epoch')
                 self.one_step()
+                if self.epoch_end(): self.event('after_epoch')
         except StopFit: pass
         finally: self.event('after_fit')
         return self
@@ -175,6 +176,7 @@ class Loop:
         return {'step': self.step, 'epochs': self.epochs, 'seconds': self.seconds,
                 'method': self.method.state_dict(),
                 'optimizers': [o.state_dict() for o in self.optimizers],
+                'scaler': self.scaler.state_dict(),
                 'data': self.data.state_dict() if hasattr(self.data, 'state_dict') else {},
                 'callbacks': {name: cb.state_dict() for name, cb in named.items()}}
 
@@ -184,6 +186,7 @@ class Loop:
         self.method.load_state_dict(state['method'])
         for o, saved in zip(self.optimizers, state['optimizers'], strict=True):
             o.load_state_dict(saved)
+        self.scaler.load_state_dict(state['scaler'])
         if hasattr(self.data, 'load_state_dict'): self.data.load_state_dict(state['data'])
         for cb in self.callbacks: cb.load_state_dict(state['callbacks'].get(_name(cb), {}))
 
@@ -230,33 +233,42 @@ def _check_callbacks(callbacks) -> list[Callback]:
 # %% ../nbs/loop.ipynb #ce8e28b0
 class History(Callback):
     "The loss of every step, as a table: epoch, step, loss."
+    columns = ('epoch', 'step', 'loss')
     def __init__(self): self.rows = []
     def after_step(self, loop: Loop) -> None:
         self.rows.append(((loop.step - 1) // loop.data.steps_per_epoch, loop.step - 1, loop.value))
     def frame(self) -> pd.DataFrame: # one row per step
-        return pd.DataFrame(self.rows, columns=['epoch', 'step', 'loss'])
+        return pd.DataFrame(self.rows, columns=list(self.columns))
     def state_dict(self) -> dict: return {'rows': [list(r) for r in self.rows]}
     def load_state_dict(self, state: dict) -> None:
         self.rows = [tuple(r) for r in state.get('rows', [])]
 
 # %% ../nbs/loop.ipynb #e44308b3
 class Progress(Callback):
-    "A progress bar of the steps, with the last loss."
+    "A progress bar of the steps, with the last loss (and the images per second, if told them)."
     order = 90
     def __init__(self,
                  desc: str = 'training', # the bar's label
                  show: bool = True, # False: no bar (a batch job, a test)
+                 images_per_step: int = 0, # views encoded per step, for a speed (0: none shown)
                 ):
         if not isinstance(desc, str):
             raise TypeError(f"desc must be a str, got {type(desc).__name__}")
         self.desc, self.show = desc, check_bool(show, 'show')
+        self.images_per_step = check_int(images_per_step, 'images_per_step', low=0)
     def before_fit(self, loop: Loop) -> None:
         self.bar = tqdm(total=loop.total_steps, initial=loop.step, disable=not self.show,
                         desc=self.desc, unit='step', mininterval=1)
+    def before_step(self, loop: Loop) -> None: self.clock = time.perf_counter()
+    bar = None  # (a step taken outside `fit` has none)
     def after_step(self, loop: Loop) -> None:
+        if self.bar is None: return
         self.bar.update()
-        self.bar.set_postfix(loss=f'{loop.value:.3f}', refresh=False)
-    def after_fit(self, loop: Loop) -> None: self.bar.close()
+        speed = {'img_s': f'{self.images_per_step / (time.perf_counter() - self.clock):.0f}'}
+        self.bar.set_postfix(loss=f'{loop.value:.3f}', **speed if self.images_per_step else {},
+                             refresh=False)
+    def after_fit(self, loop: Loop) -> None:
+        if self.bar is not None: self.bar.close()
 
 # %% ../nbs/loop.ipynb #ec1c9a62
 class OnStep(Callback):
@@ -270,8 +282,11 @@ class OnStep(Callback):
 # %% ../nbs/loop.ipynb #accd5659
 class SkipValueChecks(Callback):
     "Each step's networks and loss skip their value checks: the loop reads the loss, refuses NaN."
+    unchecked = None  # the block of the step under way
     def before_step(self, loop: Loop) -> None:
         self.unchecked = values_unchecked(loop.method)
         self.unchecked.__enter__()
-    def after_backward(self, loop: Loop) -> None: self.unchecked.__exit__(None, None, None)
+    def after_backward(self, loop: Loop) -> None:
+        if self.unchecked is not None: self.unchecked.__exit__(None, None, None)
+        self.unchecked = None
     after_fit = after_backward  # also when the step raised: the checks come back on

@@ -18,7 +18,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,20 +29,21 @@ from tqdm import tqdm
 
 from ._checks import (check_bool, check_choice, check_int, check_number, check_path,
                                     check_positive_int, check_seed, zip_damage)
-from .augment import AugmentationPolicy, augment_batch
+from .augment import AugmentationPolicy
 from .data import (ImageDataset, as_float_images, load_cifar10, load_digits,
                                  load_fashion_mnist, load_stl10, make_shapes)
 from .evaluate import embed, knn_accuracy
-from .methods import (Batch, MethodOptions, MethodSetup, method_spec,
+from .loop import (Callback, History, ImageBatches, Loop, Progress,
+                                 SkipValueChecks)
+from .methods import (ContrastiveMethod, MethodOptions, MethodSetup, method_spec,
                                     settings_from_dict)
-from .models import (NORMS, ProjectionHead, SmallCNN, resnet18_small,
-                                   values_unchecked)
+from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
 
 # %% auto #0
 __all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'LARS_SETTINGS', 'TRAIN_POLICY',
            'CHECKPOINT_FORMAT', 'RUNTIME_SETTINGS', 'RECIPES', 'register_dataset', 'load_datasets', 'TrainConfig',
            'select_device', 'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint',
-           'load_checkpoint', 'load_latest_checkpoint', 'check_run_dir', 'format_seconds', 'Trainer',
+           'load_checkpoint', 'load_latest_checkpoint', 'check_run_dir', 'Processes', 'format_seconds', 'Trainer',
            'latest_checkpoint', 'train', 'resume', 'recipe']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
@@ -369,7 +370,10 @@ class CheckpointError(ValueError):
     "A checkpoint file is missing, truncated or not a checkpoint of this trainer."
 
 # 2: the methods' settings moved into `options`, the augmentation's into `augment` (nested)
-CHECKPOINT_FORMAT = 2
+# 3: the loop's state and each of its callbacks' apart (`Loop.state_dict`), under 'loop'
+CHECKPOINT_FORMAT = 3
+_FORMAT_CHANGES = {1: "the methods' settings moved into options",
+                   2: "the state of the loop and of each callback is kept apart"}
 
 def save_checkpoint(
     state: dict, # tensors and plain containers only
@@ -414,7 +418,8 @@ def load_checkpoint(
     except Exception as e:
         raise CheckpointError(f"checkpoint {path} is damaged or truncated and cannot be read "
                               f"({type(e).__name__}: {str(e)[:120]})") from None
-    if not isinstance(state, dict) or 'model' not in state or 'step' not in state:
+    # format 3 keeps the loop's state under 'loop'; formats 1 and 2 had 'model' and 'step'
+    if not isinstance(state, dict) or not ('loop' in state or {'model', 'step'} <= state.keys()):
         raise CheckpointError(f"{path} is not a checkpoint of this trainer")
     return state
 
@@ -453,10 +458,10 @@ def load_latest_checkpoint(
         raise CheckpointError(f"{e}{hint}") from None
     written = state.get('format', 1)
     if written != CHECKPOINT_FORMAT:
+        since = _FORMAT_CHANGES.get(written, 'a newer version wrote it')
         raise CheckpointError(f"{found[-1]} is a checkpoint of format {written}; this trainer "
-                              f"reads format {CHECKPOINT_FORMAT} (the methods' settings moved "
-                              "into options): use the version of contrastive_nb that wrote it, "
-                              "or train the run again")
+                              f"reads format {CHECKPOINT_FORMAT} ({since}): use the version of "
+                              "contrastive_nb that wrote it, or train the run again")
     return found[-1], state
 
 # %% ../nbs/09_training.ipynb #3d52fba8
@@ -631,120 +636,137 @@ def _remove_leftovers(run_dir: Path) -> list[Path]:
     for p in gone: p.unlink(missing_ok=True)
     return gone
 
-# %% ../nbs/09_training.ipynb #f9d2a43c
-class _Step:
-    "One optimiser step of a run: the views, the method's loss and gradient, processes averaged."
+# %% ../nbs/09_training.ipynb #90458e84
+class Processes(Callback):
+    "Several processes as one run: gradients and loss averaged after backward, buffers shared."
+    order = -10
+    def __init__(self,
+                 parameters: list[Tensor], # what the optimiser trains (the same in every process)
+                 world_size: int, # processes in the group
+                ):
+        if not (isinstance(parameters, list) and parameters
+                and all(isinstance(p, Tensor) for p in parameters)):
+            raise TypeError(f"parameters must be a non-empty list of tensors, got "
+                            f"{type(parameters).__name__}")
+        self.parameters = parameters
+        self.world_size = check_positive_int(world_size, 'world_size')
 
-    def _autocast(self):
-        if self.dtype == torch.float32: return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.dtype)
-
-    def _views(self, batch: Tensor) -> list[Tensor]:
-        # the images were checked once, at the door (ImageDataset); no per-step read of their values
-        views = [augment_batch(batch, self.policy, self.view_generator, check_values=False)
-                 for _ in range(self.method.n_views)]
-        if self.config.channels_last:
-            views = [v.contiguous(memory_format=torch.channels_last) for v in views]
-        return views
-
-    def _broadcast(self, tensors: Iterator[Tensor]) -> None:
-        "Rank 0's values of `tensors` in every process."
-        with torch.no_grad():
-            for t in tensors: dist.broadcast(t, 0)
-
-    def _average_gradients(self, loss: Tensor) -> Tensor:
-        "Average `.grad` and the loss over processes in one all-reduce; return the mean loss."
+    def after_backward(self, loop: Loop) -> None:
+        "Average `.grad` and the loss over processes in one all-reduce."
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
-        flat = torch.cat([g.reshape(-1) for g in grads] + [loss.reshape(1).to(grads[0])])
+        flat = torch.cat([g.reshape(-1) for g in grads] + [loop.loss.reshape(1).to(grads[0])])
         dist.all_reduce(flat)
         flat /= self.world_size
         for p, part in zip(self.parameters, flat[:-1].split([p.numel() for p in self.parameters])):
             p.grad = part.view_as(p).clone()
-        return flat[-1]
+        loop.loss = flat[-1]  # the mean: every process reads, and refuses, the same loss
 
-    def train_step(self) -> float:
-        "One optimiser step on the next batch; returns its loss."
-        pos = self.step % self.steps_per_epoch
-        if pos == 0:
-            self.order = torch.randperm(len(self.images), generator=self.generator)
-        start = pos * self.config.batch_size + self.rank * self.local_batch  # this process's part
-        idx = self.order[start:start + self.local_batch].to(self.device)
-        views = self._views(self.images[idx])
-        self.optimizer.zero_grad(set_to_none=True)
-        batch = Batch(views, idx, self.labels[idx], self.view_generator)
-        with values_unchecked(self.method):  # networks and loss skip value checks: read below
-            loss = self.method.loss_backward(batch, self.scaler.scale)
-        if self.world_size > 1: loss = self._average_gradients(loss)
-        value = loss.item()
-        if not math.isfinite(value):  # the mean over processes: they all stop together
-            half = ", or use bfloat16 or float32" if self.config.precision == 'float16' else ''
-            raise FloatingPointError(f"the loss is {value} at step {self.step}: lower lr{half}, "
-                                     f"or check the loss of method {self.config.method!r}")
-        if all(p.grad is None for p in self.parameters):  # a loss of constants: nothing learns
-            raise ValueError(f"the loss of method {self.config.method!r} reaches none of the "
-                             "parameters it trains (no gradient at all)")
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.scheduler.step()
-        self.method.after_step()
-        if self.world_size > 1: self._broadcast(self.method.buffers())  # BatchNorm's, as DDP
-        self.step += 1
-        return value
+    def after_step(self, loop: Loop) -> None: _broadcast(loop.method.buffers())  # as DDP does
 
-# %% ../nbs/09_training.ipynb #247d77a2
-class _State:
-    "A run's state: everything a checkpoint holds, and how a run continues from one."
+def _broadcast(
+    tensors: Iterable[Tensor], # the same tensors in every process
+) -> None:
+    "Rank 0's values of `tensors` in every process."
+    with torch.no_grad():
+        for t in tensors: dist.broadcast(t, 0)
 
-    def _process_rng(self) -> Tensor:
-        "Every process's global torch state and augmentation generator, one row per rank."
-        mine = torch.cat([torch.get_rng_state(), self.view_generator.get_state()])
-        rows = [torch.empty_like(mine) for _ in range(self.world_size)]
-        dist.all_gather(rows, mine)
-        return torch.stack(rows)
+# %% ../nbs/09_training.ipynb #cb486f24
+class _Metrics(History):
+    "Each step's epoch, step, loss, learning rate and images per second: `metrics.csv`'s rows."
+    name = 'metrics'  # its key in a checkpoint
+    columns = ('epoch', 'step', 'loss', 'lr', 'images_per_s')
+    def __init__(self, images_per_step: int): # views encoded per step, over every process
+        super().__init__()
+        self.images_per_step = images_per_step
+
+    def before_step(self, loop: Loop) -> None:
+        self.lr, self.clock = loop.optimizers[0].param_groups[0]['lr'], time.perf_counter()
+
+    def after_step(self, loop: Loop) -> None:
+        speed = self.images_per_step / (time.perf_counter() - self.clock)
+        step = loop.step - 1
+        self.rows.append((step // loop.data.steps_per_epoch, step, loop.value, self.lr, speed))
+
+# %% ../nbs/09_training.ipynb #a5386473
+class _Schedule(Callback):
+    "Warm-up then cosine (or constant) in each segment of the run; constant groups left alone."
+    name = 'schedule'
+    order = 20
+    def __init__(self,
+                 optimizer: torch.optim.Optimizer, # its groups, in order
+                 constant: list[bool], # per group: True keeps the base rate
+                 steps_per_epoch: int, epochs: int, # the run's length
+                 warmup_epochs: int = 0, # linear warm-up at the start of each segment
+                 schedule: str = 'cosine', # 'cosine' or 'constant' after the warm-up
+                ):
+        self.steps_per_epoch, self.warmup, self.schedule = steps_per_epoch, warmup_epochs, schedule
+        self.segments = [epochs]  # the last epoch of each segment
+        factors = [(lambda s: 1.0) if c else (lambda s: self.factor(s)) for c in constant]
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
+
+    def factor(self, step: int) -> float: # the scheduled groups' rate / base rate at `step`
+        "In each segment, a warm-up then the cosine (or constant) from the base rate."
+        bounds = [0] + [e * self.steps_per_epoch for e in self.segments]
+        i = max(k for k in range(len(self.segments)) if bounds[k] <= step)
+        return lr_factor(step - bounds[i], bounds[i + 1] - bounds[i],
+                         self.warmup * self.steps_per_epoch, self.schedule)
+
+    def after_step(self, loop: Loop) -> None: self.scheduler.step()
+
+    def extend(self, loop: Loop, epochs: int) -> None:
+        "A new segment to `epochs`: warm-up and schedule again from the base rate."
+        self.segments.append(epochs)
+        loop.epochs = epochs
+        for group, base, factor in zip(loop.optimizers[0].param_groups, self.scheduler.base_lrs,
+                                       self.scheduler.lr_lambdas):
+            group['lr'] = base * factor(loop.step)  # the new segment's first rate
 
     def state_dict(self) -> dict:
-        "Everything to continue the run exactly (every process must call it under torchrun)."
-        process_rng = self._process_rng() if self.world_size > 1 else None
-        return {'format': CHECKPOINT_FORMAT, 'config': self.config.to_dict(), 'step': self.step,
-                'method_file': self.method_file,
-                'world_size': self.world_size, 'process_rng': process_rng,
-                'segments': list(self.segments), 'seconds': self.seconds,
-                'epoch': self.step // self.steps_per_epoch,
-                'model': self.method.state_dict(), 'optimizer': self.optimizer.state_dict(),
-                'scheduler': self.scheduler.state_dict(), 'scaler': self.scaler.state_dict(),
-                'rng': _rng_state(self.generator), 'order': self.order,
-                'history': [list(r) for r in self.history],
-                'monitor': [list(r) for r in self.monitor],
-                'monitored': [[e, s, dict(v)] for e, s, v in self.monitored]}
+        return {'segments': list(self.segments), 'scheduler': self.scheduler.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        "Continue from a `state_dict`."
-        differ = _setting_differences(state.get('config') or {}, self.config.to_dict())
-        if differ:
-            raise CheckpointError("the checkpoint was written by a run with other settings: "
-                                  f"{differ} (the checkpoint's vs this run's)")
-        _check_method_file(state.get('method_file'), self.method_file)
-        if state.get('world_size', 1) != self.world_size:
-            raise CheckpointError(f"the checkpoint was written by {state['world_size']} "
-                                  f"process(es), this run has {self.world_size}: resume with "
-                                  f"torchrun --nproc-per-node {state['world_size']}")
-        self.method.load_state_dict(state['model'])
-        self.optimizer.load_state_dict(state['optimizer'])
+        self.segments = list(state['segments'])
         self.scheduler.load_state_dict(state['scheduler'])
-        self.scaler.load_state_dict(state['scaler'])
-        _set_rng_state(state['rng'], self.generator)
-        if self.world_size > 1:
-            row, n = state['process_rng'][self.rank], len(torch.get_rng_state())
-            # clones: Generator.set_state reads a view's storage from its start (torch 2.14 crashes)
-            torch.set_rng_state(row[:n].clone())
-            self.view_generator.set_state(row[n:].clone())
-        self.step, self.order = state['step'], state['order']
-        self.history = [tuple(r) for r in state['history']]
-        self.monitor = [tuple(r) for r in state['monitor']]
-        self.monitored = [(e, s, dict(v)) for e, s, v in state.get('monitored', [])]
-        self.segments = list(state.get('segments', [self.config.epochs]))  # older: one segment
-        self.seconds = state.get('seconds', 0.0)  # older checkpoints: the time is not known
-        self._folder_settings = state['config']
+
+# %% ../nbs/09_training.ipynb #9d9122ac
+class _KNNMonitor(Callback):
+    "The validation kNN accuracy every `every` epochs (0: at the end only) and at the run's end."
+    name = 'knn'
+    order = 30
+    def __init__(self, measure: Callable[[], float], every: int):
+        self.measure, self.every, self.rows = measure, every, []  # rows: (epoch, step, accuracy)
+
+    def after_epoch(self, loop: Loop) -> None:
+        epoch = loop.step // loop.data.steps_per_epoch - 1
+        if loop.step == loop.total_steps or (self.every and (epoch + 1) % self.every == 0):
+            self.rows.append((epoch, loop.step, self.measure()))
+            loop.method.train()
+
+    def state_dict(self) -> dict: return {'rows': [list(r) for r in self.rows]}
+    def load_state_dict(self, state: dict) -> None: self.rows = [tuple(r) for r in state['rows']]
+
+class _Monitors(Callback):
+    "The caller's numbers at each epoch's end: name -> f(trainer) -> a number."
+    name = 'monitors'
+    order = 40
+    def __init__(self, monitors: dict[str, Callable], trainer):
+        self.monitors, self.trainer, self.rows = monitors, trainer, []  # rows: (epoch, step, dict)
+
+    def after_epoch(self, loop: Loop) -> None:
+        values = {}
+        for name, monitor in self.monitors.items():
+            value = monitor(self.trainer)
+            if isinstance(value, Tensor) and value.numel() == 1: value = value.item()
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"monitor {name!r} must return a number, got "
+                                f"{type(value).__name__}")
+            values[name] = float(value)
+        self.rows.append((loop.step // loop.data.steps_per_epoch - 1, loop.step, values))
+        loop.method.train()
+
+    def state_dict(self) -> dict: return {'rows': [[e, s, dict(v)] for e, s, v in self.rows]}
+    def load_state_dict(self, state: dict) -> None:
+        self.rows = [(e, s, dict(v)) for e, s, v in state['rows']]
 
 # %% ../nbs/09_training.ipynb #7c2b7d77
 def format_seconds(
@@ -758,158 +780,50 @@ def format_seconds(
     hours, minutes = divmod(round(seconds / 60), 60)
     return f"{hours} h {minutes:02d} min"
 
+# %% ../nbs/09_training.ipynb #f89507e6
 def _check_log(log) -> None:
     if log is not None and not callable(log):
         raise TypeError(f"log must be a function of one line of text, such as print, or None; "
                         f"got {type(log).__name__}")
 
-def _epoch_line(trainer, epoch: int) -> str:
-    "The line `fit` logs at the end of an epoch (0-based) of `trainer`."
-    rows = [r for r in trainer.history if r[0] == epoch]
-    knn = [acc for e, _, acc in trainer.monitor if e == epoch]
-    parts = [f"epoch {epoch + 1}/{trainer.config.epochs}",
-             f"loss {sum(r[2] for r in rows) / len(rows):.3f}"]
-    if knn: parts.append(f"val kNN {knn[-1]:.3f}")
-    parts += [f"{sum(r[4] for r in rows) / len(rows):.0f} images/s",
-              format_seconds(trainer.seconds)]
-    return ', '.join(parts)
+class _EpochLog(Callback):
+    "Hands `log` (None: nothing) the line `describe(epoch)` at the end of each epoch."
+    order = 80
+    def __init__(self, describe: Callable[[int], str]): self.describe, self.log = describe, None
 
-# %% ../nbs/09_training.ipynb #57e6f605
-class _Loop:
-    "The run to its end: the loop, its checkpoints, where it stopped."
+    def after_epoch(self, loop: Loop) -> None:
+        if self.log is None: return
+        with tqdm.external_write_mode():  # above a progress bar, not through it
+            self.log(self.describe(loop.step // loop.data.steps_per_epoch - 1))
 
-    def fit(self,
-            log: Callable[[str], None] | None = None, # gets a line at each epoch's end (rank 0)
-           ) -> dict: # the report
-        "Train to the end (from wherever the run is), checkpointing and monitoring on the way."
-        _check_log(log)
-        c = self.config
-        writes = self.run_dir is not None and self.rank == 0  # one process writes files and logs
-        if self.run_dir is not None:  # every process checks; rank 0 alone writes, later
-            _check_same_run(self.run_dir, self._folder_settings)
-            self._settings_to_write = (self._folder_settings is None
-                                       or _saved_settings(self.run_dir) != c.to_dict())
-        if writes:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            _remove_leftovers(self.run_dir)  # half-written files of a run killed mid-save
-        self.method.train()
-        bar = tqdm(total=self.total_steps, initial=self.step, disable=not c.progress or self.rank,
-                   desc=f"{c.method} on {c.dataset}", unit='step', mininterval=1)
-        tick = time.perf_counter()
-        with cpu_threads(c.threads), bar, self._say_where_stopped():
-            while self.step < self.total_steps:
-                step, epoch = self.step, self.step // self.steps_per_epoch
-                lr = self.optimizer.param_groups[0]['lr']
-                clock = time.perf_counter()
-                loss = self.train_step()
-                speed = c.batch_size * self.method.n_views / (time.perf_counter() - clock)
-                self.history.append((epoch, step, loss, lr, speed))
-                bar.update()
-                bar.set_postfix(loss=f'{loss:.3f}', img_s=f'{speed:.0f}', refresh=False)
-                epoch_end = self.step % self.steps_per_epoch == 0
-                if epoch_end and len(self.data['val']) and (
-                        self.step == self.total_steps
-                        or (c.knn_every and (epoch + 1) % c.knn_every == 0)):
-                    self.monitor.append((epoch, self.step, self.knn('val')))
-                    self.method.train()
-                if epoch_end and self.monitors:
-                    self.monitored.append((epoch, self.step, self._monitor_values()))
-                    self.method.train()
-                now = time.perf_counter()
-                self.seconds, tick = self.seconds + now - tick, now
-                if epoch_end and log is not None and self.rank == 0:
-                    with bar.external_write_mode(): log(_epoch_line(self, epoch))
-                if self.run_dir is not None and (
-                        self.step == self.total_steps
-                        or (c.checkpoint_every and self.step % c.checkpoint_every == 0)
-                        or (not c.checkpoint_every and epoch_end)):
-                    self.checkpoint()
-            report = self.report()
-        if writes:
-            _write_text(self.run_dir / 'report.json', json.dumps(report, indent=1) + '\n')
-        return report
+# %% ../nbs/09_training.ipynb #5b707c44
+class _Checkpoints(Callback):
+    "Calls `save()` every `every` steps (0: at each epoch's end) and at the run's end."
+    order = 100
+    def __init__(self, save: Callable[[], Path], every: int): self.save, self.every = save, every
 
-    def checkpoint(self) -> Path:
-        "Save a checkpoint in run_dir/checkpoints (rank 0 writes), keep the previous one."
-        folder = self.run_dir / 'checkpoints'
-        path, state = folder / f'step-{self.step:08d}.pt', self.state_dict()
-        if self.rank == 0:
-            if self._settings_to_write:  # with the first checkpoint of these settings, not before
-                _write_text(self.run_dir / 'config.json', json.dumps(self.config.to_dict(),
-                                                                     indent=1) + '\n')
-                _write_text(self.run_dir / 'config.toml', self.config.to_toml())
-            save_checkpoint(state, path)
-            # keep this one and the one before it, by step as a number
-            previous = [p for p in _checkpoints(self.run_dir) if _step_of(p) < self.step][-1:]
-            for old in set(_checkpoints(self.run_dir)) - {path, *previous}: old.unlink()
-            self.write_metrics()
-        self._folder_settings, self._settings_to_write = self.config.to_dict(), False
-        return path
+    def _due(self, loop: Loop) -> bool:
+        return (loop.step == loop.total_steps or (self.every and loop.step % self.every == 0)
+                or (not self.every and loop.epoch_end()))
 
-    @contextlib.contextmanager
-    def _say_where_stopped(self) -> Iterator[None]:
-        "Ctrl-C inside the block says at which step the run stopped (the command line prints it)."
-        try: yield
-        except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"at step {self.step} of {self.total_steps}") from None
+    def after_step(self, loop: Loop) -> None:  # an epoch's last step saves after its monitors
+        if not loop.epoch_end() and self._due(loop): self.save()
 
-# %% ../nbs/09_training.ipynb #307571dc
-class _Measures:
-    "What a run measures: the kNN monitor, the caller's monitors, metrics.csv, the report."
+    def after_epoch(self, loop: Loop) -> None:
+        if self._due(loop): self.save()
 
-    def knn(self, split: str = 'val', bank_size: int = 4096) -> float:
-        "kNN accuracy of the encoder's features on a split, training images as the labelled bank."
-        check_choice(split, 'split', ('val', 'test'))
-        return self._knn(self.encoder, split, bank_size)
+# %% ../nbs/09_training.ipynb #4bd3c3f3
+def _knn(encoder: nn.Module, data: dict, split: str, device: torch.device, dtype: torch.dtype,
+         k: int, bank_size: int = 4096) -> float:
+    "kNN accuracy of `encoder`'s features on a split, the first training images as the bank."
+    query, bank = data[split], data['train'].subset(slice(0, bank_size))
+    if len(query) == 0: return math.nan
+    autocast = (contextlib.nullcontext() if dtype == torch.float32
+                else torch.autocast(device.type, dtype=dtype))
+    with autocast:
+        f_bank, f_query = (embed(encoder, ds.images, device=device) for ds in (bank, query))
+    return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=k)
 
-    def _knn(self, encoder: nn.Module, split: str, bank_size: int = 4096) -> float:
-        query, bank = self.data[split], self.data['train'].subset(slice(0, bank_size))
-        if len(query) == 0: return math.nan
-        with self._autocast():
-            f_bank = embed(encoder, bank.images, device=self.device)
-            f_query = embed(encoder, query.images, device=self.device)
-        return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=self.config.knn_k)
-
-    def _monitor_values(self) -> dict[str, float]:
-        "Each monitor's number at the end of an epoch, checked to be one."
-        values = {}
-        for name, monitor in self.monitors.items():
-            value = monitor(self)
-            if isinstance(value, Tensor) and value.numel() == 1: value = value.item()
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"monitor {name!r} must return a number, got "
-                                f"{type(value).__name__}")
-            values[name] = float(value)
-        return values
-
-    def write_metrics(self) -> None:
-        "metrics.csv: one row per step, with the validation kNN where it was measured."
-        knn = {step: acc for _, step, acc in self.monitor}
-        text = io.StringIO(newline='')
-        out = csv.writer(text)
-        names = list(self.monitors)
-        out.writerow(['epoch', 'step', 'loss', 'lr', 'images_per_s', 'val_knn', *names])
-        extra = {step: values for _, step, values in self.monitored}
-        for epoch, step, loss, lr, speed in self.history:
-            more = extra.get(step + 1, {})
-            out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, ''),
-                          *(more.get(n, '') for n in names)])
-        # through a temporary file: a Ctrl-C in the middle leaves the last whole table, no litter
-        _write_text(self.run_dir / 'metrics.csv', text.getvalue())
-
-    def report(self) -> dict:
-        "Final numbers: last loss, validation and test kNN (never selected on), and their context."
-        report = {'method': self.config.method, 'dataset': self.config.dataset, 'step': self.step,
-                  'final_loss': self.history[-1][2] if self.history else None,
-                  'val_knn': self.knn('val') if len(self.data['val']) else None,
-                  'test_knn': self.knn('test'), 'baselines': self.baselines(),
-                  'seconds': round(self.seconds, 1)}
-        if self.monitored: report['monitors'] = self.monitored[-1][2]  # the last epoch's
-        if len(self.segments) > 1:  # an extended run: [first, last) epochs of each segment
-            report['segments'] = [list(s) for s in zip([0] + self.segments[:-1], self.segments)]
-        return report
-
-# %% ../nbs/09_training.ipynb #4832fae4
 _CONTEXT_FILE = 'baselines.json'
 # the settings the baselines depend on: the data, the encoder's architecture and seed, the kNN
 _CONTEXT_SETTINGS = ('dataset', 'n_train', 'n_test', 'data_seed', 'val_fraction', 'encoder',
@@ -920,178 +834,348 @@ def _context_sha256(settings, values) -> str:
     text = json.dumps({'settings': settings, 'test': values}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
-class _Context:
-    "What a run's test kNN is compared with: chance, raw pixels and the untrained encoder."
+def _measure_context(data: dict, untrained: nn.Module, knn: Callable, k: int) -> dict[str, float]:
+    "Chance, raw pixels and the untrained encoder on the test split."
+    test, bank = data['test'], data['train'].subset(slice(0, 4096))
+    # stored pixels may be uint8 (Fashion-MNIST, CIFAR-10, STL-10): as floats in [0, 1]
+    pixels = {name: as_float_images(ds.images).flatten(1) for name, ds in
+              (('test', test), ('bank', bank))}
+    return {'chance': torch.bincount(test.labels).max().item() / len(test.labels),
+            'raw_pixels_knn': knn_accuracy(pixels['bank'], bank.labels, pixels['test'],
+                                           test.labels, k=k),
+            'untrained_knn': knn(untrained, 'test')}
 
-    def untrained_encoder(self) -> nn.Module:
-        "The run's encoder as it was before the first step, rebuilt from the seed."
-        with torch.random.fork_rng(devices=[]), cpu_threads(self.config.threads):
-            torch.manual_seed(self.config.seed)  # as _build_method; the run's generators untouched
-            encoder, _ = _build_modules(self.config)
-        return encoder.to(self.device)
+def _write_context(run_dir: Path, key: dict, values: dict) -> None:
+    _write_text(run_dir / _CONTEXT_FILE, json.dumps(
+        {'settings': key, 'test': values, 'sha256': _context_sha256(key, values)}, indent=1) + '\n')
 
-    def baselines(self) -> dict[str, float]:
-        "Test-split kNN of chance, raw pixels and the untrained encoder; kept in the run folder."
-        if self._baselines is None:
-            key = {k: getattr(self.config, k) for k in _CONTEXT_SETTINGS}
-            self._baselines = self._read_context(key) or self._measure_context(key)
-        return dict(self._baselines)
+def _read_context(run_dir: Path | None, key: dict) -> dict[str, float] | None:
+    "The run folder's baselines if they were measured for these settings (else None)."
+    path = None if run_dir is None else run_dir / _CONTEXT_FILE
+    if path is None or not path.is_file(): return None
+    try: saved = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError): return None  # a cache: measure again
+    if not isinstance(saved, dict) or saved.get('settings') != key: return None
+    values = saved.get('test')
+    # an edited number (or a file from before the checksum) is measured again, not trusted
+    if saved.get('sha256') != _context_sha256(key, values): return None
+    if not isinstance(values, dict): return None
+    names = ('chance', 'raw_pixels_knn', 'untrained_knn')
+    if set(values) != set(names) or not all(
+            isinstance(values[n], float) and 0 <= values[n] <= 1 for n in names):
+        return None
+    return values
 
-    def _measure_context(self, key: dict) -> dict[str, float]:
-        test, bank = self.data['test'], self.data['train'].subset(slice(0, 4096))
-        # stored pixels may be uint8 (Fashion-MNIST, CIFAR-10, STL-10): as floats in [0, 1]
-        pixels = {name: as_float_images(ds.images).flatten(1) for name, ds in
-                  (('test', test), ('bank', bank))}
-        values = {'chance': torch.bincount(test.labels).max().item() / len(test.labels),
-                  'raw_pixels_knn': knn_accuracy(pixels['bank'], bank.labels,
-                                                 pixels['test'], test.labels,
-                                                 k=self.config.knn_k),
-                  'untrained_knn': self._knn(self.untrained_encoder(), 'test')}
-        if self.run_dir is not None and self.rank == 0 and self.run_dir.is_dir():
-            _write_text(self.run_dir / _CONTEXT_FILE,
-                        json.dumps({'settings': key, 'test': values,
-                                    'sha256': _context_sha256(key, values)}, indent=1) + '\n')
-        return values
+# %% ../nbs/09_training.ipynb #56336851
+def _build_method(config: TrainConfig, setup: MethodSetup) -> tuple[ContrastiveMethod, nn.Module,
+                                                                   dict | None]:
+    "The method, its encoder and its file (if any), from a fresh encoder and head (run's seed)."
+    spec = method_spec(config.method)
+    method_file = {'path': spec.source, 'sha256': spec.sha256} if spec.source else None
+    if setup.world_size > 1 and method_file: _check_same_file(method_file, setup.world_size)
+    with cpu_threads(config.threads):
+        torch.manual_seed(config.seed)
+        encoder, head = _build_modules(config)
+        method = spec.build(encoder, head, config.options, setup)
+    if setup.world_size > 1 and method.per_process_state:
+        raise ValueError(f"method {config.method!r} keeps {method.per_process_state} that each "
+                         f"of the {setup.world_size} processes would fill differently; run it in "
+                         "one process, or use a two-view method such as simclr")
+    return method, encoder, method_file
 
-    def _read_context(self, key: dict) -> dict[str, float] | None:
-        "The run folder's baselines if they were measured for these settings (else None)."
-        path = None if self.run_dir is None else self.run_dir / _CONTEXT_FILE
-        if path is None or not path.is_file(): return None
-        try: saved = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError): return None  # a cache: measure again
-        if not isinstance(saved, dict) or saved.get('settings') != key: return None
-        values = saved.get('test')
-        # an edited number (or a file from before the checksum) is measured again, not trusted
-        if saved.get('sha256') != _context_sha256(key, values): return None
-        if not isinstance(values, dict): return None
-        names = ('chance', 'raw_pixels_knn', 'untrained_knn')
-        if set(values) != set(names) or not all(
-                isinstance(values[n], float) and 0 <= values[n] <= 1 for n in names):
-            return None
-        return values
+def _check_same_file(method_file: dict, world_size: int) -> None:
+    "Under torchrun every process reads the method's file itself: the same content, or stop."
+    hashes = [None] * world_size
+    dist.all_gather_object(hashes, method_file['sha256'])
+    if len(set(hashes)) > 1:
+        raise ValueError(f"the processes read different versions of the method file "
+                         f"{method_file['path']}: give every process the same file")
 
-# %% ../nbs/09_training.ipynb #780a1bc6
-class _Build:
-    "How a run is built: its method, by name, and the optimisation around it."
-    def _build_method(self, config: TrainConfig, n_train: int) -> None:
-        "The method, by name, from a fresh encoder and head (initialised from the run's seed)."
-        spec = method_spec(config.method)
-        self.method_file = {'path': spec.source, 'sha256': spec.sha256} if spec.source else None
-        if self.world_size > 1 and self.method_file: self._check_same_file()
-        setup = MethodSetup(n_train=n_train, batch_size=self.local_batch,
-                            embed_dim=config.embed_dim, seed=config.seed,
-                            world_size=self.world_size, total_steps=self.total_steps)
-        with cpu_threads(config.threads):
-            torch.manual_seed(config.seed)
-            encoder, head = _build_modules(config)
-            self.method = spec.build(encoder, head, config.options, setup)
-        if self.world_size > 1 and self.method.per_process_state:
-            raise ValueError(f"method {config.method!r} keeps {self.method.per_process_state} that "
-                             f"each of the {self.world_size} processes would fill differently; "
-                             "run it in one process, or use a two-view method such as simclr")
-        self.encoder = encoder
-        self.method.to(self.device)
-        if config.channels_last: self.method.to(memory_format=torch.channels_last)
-        if config.compile: encoder.compile()
+def _param_groups(method: ContrastiveMethod) -> tuple[list[dict], list[bool]]:
+    "The optimiser's groups: scheduled parameters, then constant-rate ones (each if any)."
+    parameters = method.parameters_to_train()
+    constant = {id(p) for p in method.constant_lr_parameters()}
+    groups = [[p for p in parameters if id(p) not in constant],
+              [p for p in parameters if id(p) in constant]]
+    kept = [k for k, group in enumerate(groups) if group]
+    return [{'params': groups[k]} for k in kept], [k == 1 for k in kept]
 
-
-    def _build_optimisation(self, config: TrainConfig) -> None:
-        "The optimiser over what the method trains, the schedule, mixed precision and its scaler."
-        self.parameters = self.method.parameters_to_train()
-        constant = {id(p) for p in self.method.constant_lr_parameters()}
-        groups = [[p for p in self.parameters if id(p) not in constant],
-                  [p for p in self.parameters if id(p) in constant]]  # scheduled, then constant
-        factors = [lambda s: self._lr_factor(s), lambda s: 1.0]
-        kept = [k for k, group in enumerate(groups) if group]
-        self.optimizer = _optimizer(config, [{'params': groups[k]} for k in kept])
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer,
-                                                           [factors[k] for k in kept])
-        self.method.set_precision(self.device.type, self.dtype)
-        self.scaler = torch.amp.GradScaler(self.device.type,
-                                           enabled=config.precision == 'float16')
-
-
-    def _check_same_file(self) -> None:
-        "Under torchrun every process reads the method's file itself: the same content, or stop."
-        hashes = [None] * self.world_size
-        dist.all_gather_object(hashes, self.method_file['sha256'])
-        if len(set(hashes)) > 1:
-            raise ValueError(f"the processes read different versions of the method file "
-                             f"{self.method_file['path']}: give every process the same file")
-
-# %% ../nbs/09_training.ipynb #8dc04dd5
-class _Schedule:
-    "The learning-rate schedule of a run, segment by segment."
-    def _lr_factor(self, step: int) -> float:
-        "The schedule: in each segment, a warm-up then the cosine (or constant) from the base lr."
-        bounds = [0] + [e * self.steps_per_epoch for e in self.segments]
-        i = max(k for k in range(len(self.segments)) if bounds[k] <= step)
-        warmup = self.config.warmup_epochs * self.steps_per_epoch
-        return lr_factor(step - bounds[i], bounds[i + 1] - bounds[i], warmup, self.config.schedule)
-
-    def extend(self,
-               epochs: int, # the run's new length, more epochs than it has
-              ) -> None:
-        "Lengthen a finished run by a new segment: warm-up and schedule again from the base lr."
-        old, epochs = self.config.epochs, check_int(epochs, 'epochs')
-        if self.step < self.total_steps:
-            raise ValueError(f"the run is not finished (step {self.step} of {self.total_steps}): "
-                             "resume it to its end, then extend it")
-        if epochs - old <= self.config.warmup_epochs:
-            raise ValueError(f"epochs must be more than the run's {old} + warmup_epochs "
-                             f"({self.config.warmup_epochs}) to extend it, got {epochs}")
-        self.config = dataclasses.replace(self.config, epochs=epochs)
-        self.segments.append(epochs)
-        self.total_steps = epochs * self.steps_per_epoch
-        for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs,
-                                       self.scheduler.lr_lambdas):
-            group['lr'] = base * factor(self.step)  # the new segment's first rate
-
-# %% ../nbs/09_training.ipynb #22e1ee95
-class Trainer(_Build, _Step, _State, _Loop, _Measures, _Context, _Schedule):
-    "One training run of any registered method on any registered dataset, resumable exactly."
+# %% ../nbs/09_training.ipynb #7b270c88
+class Trainer:
+    "One run of any registered method on any registered dataset: the loop, callbacks, a folder."
     def __init__(self,
                  config: TrainConfig, # the settings
                  run_dir: str | Path | None = None, # where config, metrics and checkpoints go
                  datasets: dict[str, ImageDataset] | None = None, # default: `load_datasets`
                  monitors: dict[str, Callable] | None = None, # name -> f(trainer) -> a number
+                 callbacks: Sequence[Callback] = (), # more callbacks of the loop (see `Loop`)
                 ):
-        if not isinstance(config, TrainConfig):
-            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-        if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
-            raise TypeError(f"run_dir must be a str, a Path or None, got {type(run_dir).__name__}")
-        self.config, self.run_dir = config, None if run_dir is None else Path(run_dir)
-        if self.run_dir is not None: _check_output_folder(self.run_dir)  # before any work
-        self.world_size, self.rank = world()
-        if config.batch_size % self.world_size or config.batch_size < 2 * self.world_size:
-            raise ValueError(f"batch_size ({config.batch_size}) is the global batch: it must split "
+        c, self.run_dir = _check_trainer(config, run_dir), run_dir and Path(run_dir)
+        self.config, (self.world_size, self.rank) = c, world()
+        if c.batch_size % self.world_size or c.batch_size < 2 * self.world_size:
+            raise ValueError(f"batch_size ({c.batch_size}) is the global batch: it must split "
                              f"into {self.world_size} equal parts of at least 2 sources, one per "
                              "process")
-        self.local_batch = config.batch_size // self.world_size
-        self.device = select_device(config.device)
-        self.dtype = PRECISIONS[config.precision]
-        self.data = (load_datasets(config) if datasets is None
-                     else _check_datasets(datasets, config.batch_size))
+        self.local_batch, monitors = c.batch_size // self.world_size, _check_monitors(monitors)
+        self.device, self.dtype = select_device(c.device), PRECISIONS[c.precision]
+        self.data = (load_datasets(c) if datasets is None
+                     else _check_datasets(datasets, c.batch_size))
         train = self.data['train']
-        self.images = train.images.to(self.device)
-        self.labels = train.labels.to(self.device)
-        self.policy = config.augment
-        self.steps_per_epoch = len(train) // config.batch_size
-        self.total_steps = config.epochs * self.steps_per_epoch
-        self.segments = [config.epochs]  # the last epoch of each segment of the schedule
-        self.monitors = _check_monitors(monitors)
-        self._build_method(config, len(train))
-        self._build_optimisation(config)
-        self.generator = torch.Generator().manual_seed(config.seed)  # the shuffle: every process
+        self.images, self.labels = train.images.to(self.device), train.labels.to(self.device)
+        self.policy, self.steps_per_epoch = c.augment, len(train) // c.batch_size
+        setup = MethodSetup(n_train=len(train), batch_size=self.local_batch, embed_dim=c.embed_dim,
+                            seed=c.seed, world_size=self.world_size,
+                            total_steps=c.epochs * self.steps_per_epoch)
+        self.method, self.encoder, self.method_file = _build_method(c, setup)
+        self.method.to(self.device)
+        if c.channels_last: self.method.to(memory_format=torch.channels_last)
+        if c.compile: self.encoder.compile()
+        groups, constant = _param_groups(self.method)
+        optimizer = _optimizer(c, groups)
+        self.method.set_precision(self.device.type, self.dtype)
+        self.generator = torch.Generator().manual_seed(c.seed)  # the shuffle: every process
         self.view_generator = self.generator  # augmentation: one generator per process
         if self.world_size > 1:
-            self.view_generator = torch.Generator().manual_seed(_rank_seed(config.seed, self.rank))
-            self._broadcast(self.method.parameters())  # every process starts from rank 0's weights
-            self._broadcast(self.method.buffers())
-        self.step, self.order, self.history, self.monitor, self.monitored = 0, None, [], [], []
-        self.seconds, self._baselines = 0.0, None  # time spent in fit, over every resumption
+            self.view_generator = torch.Generator().manual_seed(_rank_seed(c.seed, self.rank))
+            _broadcast([*self.method.parameters(), *self.method.buffers()])  # rank 0's weights
+        n_views = self.method.n_views
+        data = ImageBatches(self.images, c.augment, c.batch_size, n_views, self.labels,
+                            self.generator, self.view_generator, self.rank, self.world_size,
+                            c.channels_last)
+        self.metrics = _Metrics(c.batch_size * n_views)
+        self.schedule = _Schedule(optimizer, constant, self.steps_per_epoch, c.epochs,
+                                 c.warmup_epochs, c.schedule)
+        self.knn_monitor = _KNNMonitor(lambda: self.knn('val'), c.knn_every)
+        self.epoch_log, self.monitors = _EpochLog(self._epoch_line), _Monitors(monitors, self)
+        parts = [SkipValueChecks(), self.metrics, self.schedule,
+                 self.knn_monitor if len(self.data['val']) else None,
+                 self.monitors if monitors else None,
+                 Progress(f"{c.method} on {c.dataset}", c.progress and not self.rank,
+                          c.batch_size * n_views), self.epoch_log,
+                 _Checkpoints(self.checkpoint, c.checkpoint_every) if run_dir else None,
+                 Processes(self.method.parameters_to_train(), self.world_size)
+                 if self.world_size > 1 else None]
+        self.loop = Loop(self.method, optimizer, data, c.epochs,
+                         [p for p in parts if p is not None] + list(callbacks))
+        self.loop.scaler = torch.amp.GradScaler(self.device.type,
+                                                enabled=c.precision == 'float16')
+        self._baselines = None
         # what run_dir's config.json must hold for this run to go on there (None: a new run)
         self._folder_settings, self._settings_to_write = None, True
+
+    step = property(lambda self: self.loop.step) # steps taken
+    seconds = property(lambda self: self.loop.seconds) # time spent in `fit`, resumes included
+    total_steps = property(lambda self: self.loop.total_steps)
+    optimizer = property(lambda self: self.loop.optimizers[0])
+    history = property(lambda self: self.metrics.rows) # (epoch, step, loss, lr, images/s)
+    monitor = property(lambda self: self.knn_monitor.rows) # (epoch, step, val kNN)
+    monitored = property(lambda self: self.monitors.rows) # (epoch, step, {name: value})
+    segments = property(lambda self: self.schedule.segments) # each segment's last epoch
+
+    def fit(self,
+            log: Callable[[str], None] | None = None, # gets a line at each epoch's end (rank 0)
+           ) -> dict: # the report
+        "Train to the end (from wherever the run is), checkpointing and monitoring on the way."
+        _check_log(log)
+        if self.run_dir is not None: _prepare_folder(self)
+        self.epoch_log.log = log if self.rank == 0 else None
+        with cpu_threads(self.config.threads), _where_stopped(self.loop):
+            self.loop.fit()
+            report = self.report()
+        if self.run_dir is not None and self.rank == 0:
+            _write_text(self.run_dir / 'report.json', json.dumps(report, indent=1) + '\n')
+        return report
+
+    def train_step(self) -> float: # the step's loss
+        "One step of the loop outside `fit` (a notebook's or a test's look at a step)."
+        self.loop.one_step()
+        return self.loop.value
+
+    @classmethod
+    def from_checkpoint(cls,
+                        run_dir: str | Path, # a run folder with at least one checkpoint
+                        device: str = 'auto', # where to evaluate it
+                       ) -> Trainer: # the run as its newest checkpoint left it
+        "The run in `run_dir` at its newest checkpoint: its settings, weights and history."
+        _, state = load_latest_checkpoint(run_dir, 'evaluate')
+        values = {**state['config'], 'device': device, 'progress': False}
+        trainer = cls(TrainConfig.from_dict(values), run_dir)  # reads its baselines.json
+        trainer.load_state_dict(state)
+        return trainer
+
+    def checkpoint(self) -> Path: return _checkpoint(self) # the file written
+    def state_dict(self) -> dict: return _run_state(self) # (every process calls it)
+    def load_state_dict(self, state: dict) -> None: _load_run_state(self, state)
+    def extend(self, epochs: int) -> None: _extend(self, epochs) # a finished run, longer
+    def write_metrics(self) -> None: _write_metrics(self) # metrics.csv
+    def report(self) -> dict: return _report(self) # last loss, kNN, baselines, time
+
+    def knn(self,
+            split: str = 'val', # 'val' or 'test'
+            bank_size: int = 4096, # training images in the labelled bank
+           ) -> float: # kNN accuracy of the encoder's features
+        "kNN accuracy of the encoder's features on a split, training images as the labelled bank."
+        check_choice(split, 'split', ('val', 'test'))
+        return _knn(self.encoder, self.data, split, self.device, self.dtype, self.config.knn_k,
+                    bank_size)
+
+    def untrained_encoder(self) -> nn.Module: return _untrained_encoder(self.config, self.device)
+    def baselines(self) -> dict[str, float]: return _baselines(self) # chance, pixels, untrained
+    def _epoch_line(self, epoch: int) -> str: return _epoch_line(self, epoch)
+
+# %% ../nbs/09_training.ipynb #3b82527f
+def _check_trainer(config, run_dir) -> TrainConfig:
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a str, a Path or None, got {type(run_dir).__name__}")
+    if run_dir is not None: _check_output_folder(Path(run_dir))  # before any work
+    return config
+
+def _untrained_encoder(config: TrainConfig, device: torch.device) -> nn.Module:
+    "The run's encoder as it was before the first step, rebuilt from the seed."
+    with torch.random.fork_rng(devices=[]), cpu_threads(config.threads):
+        torch.manual_seed(config.seed)  # as the build; the run's generators untouched
+        encoder, _ = _build_modules(config)
+    return encoder.to(device)
+
+def _baselines(trainer: Trainer) -> dict[str, float]:
+    "The test split's chance, raw-pixel and untrained-encoder kNN: read, or measured and kept."
+    if trainer._baselines is None:
+        c = trainer.config
+        key = {k: getattr(c, k) for k in _CONTEXT_SETTINGS}
+        values = _read_context(trainer.run_dir, key)
+        if values is None:
+            knn = lambda encoder, split: _knn(encoder, trainer.data, split, trainer.device,
+                                              trainer.dtype, c.knn_k)
+            values = _measure_context(trainer.data, trainer.untrained_encoder(), knn, c.knn_k)
+            if trainer.run_dir is not None and trainer.rank == 0 and trainer.run_dir.is_dir():
+                _write_context(trainer.run_dir, key, values)
+        trainer._baselines = values
+    return dict(trainer._baselines)
+
+def _epoch_line(trainer: Trainer, epoch: int) -> str:
+    "The line `fit` logs at the end of an epoch (0-based) of `trainer`."
+    rows = [r for r in trainer.history if r[0] == epoch]
+    knn = [acc for e, _, acc in trainer.monitor if e == epoch]
+    parts = [f"epoch {epoch + 1}/{trainer.config.epochs}",
+             f"loss {sum(r[2] for r in rows) / len(rows):.3f}"]
+    if knn: parts.append(f"val kNN {knn[-1]:.3f}")
+    parts += [f"{sum(r[4] for r in rows) / len(rows):.0f} images/s",
+              format_seconds(trainer.seconds)]
+    return ', '.join(parts)
+
+# %% ../nbs/09_training.ipynb #7cab0dd5
+def _prepare_folder(trainer: Trainer) -> None:
+    "Every process checks the folder; rank 0 alone makes it and removes half-written files."
+    run_dir, settings = trainer.run_dir, trainer._folder_settings
+    _check_same_run(run_dir, settings)
+    trainer._settings_to_write = (settings is None
+                                  or _saved_settings(run_dir) != trainer.config.to_dict())
+    if trainer.rank == 0:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _remove_leftovers(run_dir)  # half-written files of a run killed mid-save
+
+def _checkpoint(trainer: Trainer) -> Path:
+    "Save a checkpoint in run_dir/checkpoints (rank 0 writes), keep the previous one."
+    run_dir, step = trainer.run_dir, trainer.step
+    path, state = run_dir / 'checkpoints' / f'step-{step:08d}.pt', trainer.state_dict()
+    if trainer.rank == 0:
+        if trainer._settings_to_write:  # with the first checkpoint of these settings, not before
+            _write_text(run_dir / 'config.json', json.dumps(trainer.config.to_dict(),
+                                                            indent=1) + '\n')
+            _write_text(run_dir / 'config.toml', trainer.config.to_toml())
+        save_checkpoint(state, path)
+        # keep this one and the one before it, by step as a number
+        previous = [p for p in _checkpoints(run_dir) if _step_of(p) < step][-1:]
+        for old in set(_checkpoints(run_dir)) - {path, *previous}: old.unlink()
+        trainer.write_metrics()
+    trainer._folder_settings, trainer._settings_to_write = trainer.config.to_dict(), False
+    return path
+
+@contextlib.contextmanager
+def _where_stopped(loop: Loop) -> Iterator[None]:
+    "Ctrl-C inside the block says at which step the run stopped."
+    try: yield
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"at step {loop.step} of {loop.total_steps}") from None
+
+def _write_metrics(trainer: Trainer) -> None:
+    "metrics.csv: one row per step, with the validation kNN and monitors where measured."
+    knn = {step: acc for _, step, acc in trainer.monitor}
+    extra = {step: values for _, step, values in trainer.monitored}
+    names = list(trainer.monitors.monitors)
+    text = io.StringIO(newline='')
+    out = csv.writer(text)
+    out.writerow(['epoch', 'step', 'loss', 'lr', 'images_per_s', 'val_knn', *names])
+    for epoch, step, loss, lr, speed in trainer.history:
+        more = extra.get(step + 1, {})
+        out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, ''),
+                      *(more.get(n, '') for n in names)])
+    # through a temporary file: a Ctrl-C in the middle leaves the last whole table, no litter
+    _write_text(trainer.run_dir / 'metrics.csv', text.getvalue())
+
+def _report(trainer: Trainer) -> dict:
+    "Final numbers: last loss, validation and test kNN (never selected on), and their context."
+    c, history = trainer.config, trainer.history
+    report = {'method': c.method, 'dataset': c.dataset, 'step': trainer.step,
+              'final_loss': history[-1][2] if history else None,
+              'val_knn': trainer.knn('val') if len(trainer.data['val']) else None,
+              'test_knn': trainer.knn('test'), 'baselines': trainer.baselines(),
+              'seconds': round(trainer.seconds, 1)}
+    if trainer.monitored: report['monitors'] = trainer.monitored[-1][2]  # the last epoch's
+    segments = trainer.segments
+    if len(segments) > 1:  # an extended run: [first, last) epochs of each segment
+        report['segments'] = [list(s) for s in zip([0] + segments[:-1], segments)]
+    return report
+
+# %% ../nbs/09_training.ipynb #8261540b
+def _process_rng(trainer: Trainer) -> Tensor:
+    "Every process's global torch state and augmentation generator, one row per rank."
+    mine = torch.cat([torch.get_rng_state(), trainer.view_generator.get_state()])
+    rows = [torch.empty_like(mine) for _ in range(trainer.world_size)]
+    dist.all_gather(rows, mine)
+    return torch.stack(rows)
+
+def _run_state(trainer: Trainer) -> dict:
+    "Everything to continue the run exactly (every process must call it under torchrun)."
+    process_rng = _process_rng(trainer) if trainer.world_size > 1 else None
+    return {'format': CHECKPOINT_FORMAT, 'config': trainer.config.to_dict(),
+            'method_file': trainer.method_file, 'world_size': trainer.world_size,
+            'process_rng': process_rng, 'epoch': trainer.step // trainer.steps_per_epoch,
+            'rng': _rng_state(trainer.generator), 'loop': trainer.loop.state_dict()}
+
+def _load_run_state(trainer: Trainer, state: dict) -> None:
+    "Continue from a `state_dict` of a run with the same settings and processes."
+    differ = _setting_differences(state.get('config') or {}, trainer.config.to_dict())
+    if differ:
+        raise CheckpointError("the checkpoint was written by a run with other settings: "
+                              f"{differ} (the checkpoint's vs this run's)")
+    _check_method_file(state.get('method_file'), trainer.method_file)
+    if state.get('world_size', 1) != trainer.world_size:
+        raise CheckpointError(f"the checkpoint was written by {state['world_size']} "
+                              f"process(es), this run has {trainer.world_size}: resume with "
+                              f"torchrun --nproc-per-node {state['world_size']}")
+    trainer.loop.load_state_dict(state['loop'])
+    _set_rng_state(state['rng'], trainer.generator)
+    if trainer.world_size > 1:
+        row, n = state['process_rng'][trainer.rank], len(torch.get_rng_state())
+        # clones: Generator.set_state reads a view's storage from its start (torch 2.14 crashes)
+        torch.set_rng_state(row[:n].clone())
+        trainer.view_generator.set_state(row[n:].clone())
+    trainer._folder_settings = state['config']
+
+def _extend(trainer: Trainer, epochs: int) -> None:
+    "Lengthen a finished run by a new segment: warm-up and schedule again from the base lr."
+    old, epochs = trainer.config.epochs, check_int(epochs, 'epochs')
+    if trainer.step < trainer.total_steps:
+        raise ValueError(f"the run is not finished (step {trainer.step} of "
+                         f"{trainer.total_steps}): resume it to its end, then extend it")
+    if epochs - old <= trainer.config.warmup_epochs:
+        raise ValueError(f"epochs must be more than the run's {old} + warmup_epochs "
+                         f"({trainer.config.warmup_epochs}) to extend it, got {epochs}")
+    trainer.config = dataclasses.replace(trainer.config, epochs=epochs)
+    trainer.schedule.extend(trainer.loop, epochs)
 
 # %% ../nbs/09_training.ipynb #6a2de638
 def latest_checkpoint(

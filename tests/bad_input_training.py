@@ -86,6 +86,8 @@ def cases():
         'load_latest_checkpoint': [Case(t.load_latest_checkpoint, dict(run_dir=str(run), purpose='evaluate'),
                                         os_errors=True, choices=('purpose',))],
         'check_run_dir': [Case(t.check_run_dir, dict(run_dir=str(run), new=False), os_errors=True)],
+        'Processes': [Case(lambda parameters, world_size: t.Processes(parameters, world_size).world_size,
+                           dict(parameters=[torch.nn.Parameter(torch.ones(2))], world_size=2))],
         'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp()), datasets=t.load_datasets(config),
                                          monitors={'spread': lambda trainer: 1.0}))],
         'train': [Case(t.train, dict(config=config))],

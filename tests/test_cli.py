@@ -31,7 +31,7 @@ def cli(*args, cwd) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 def final_weights(run_dir) -> dict:
-    return torch.load(latest_checkpoint(run_dir), weights_only=True)['model']
+    return torch.load(latest_checkpoint(run_dir), weights_only=True)['loop']['method']
 
 def train_until_killed(args: list, run_dir: str, cwd) -> None:
     "`contrastive-nb train ARGS --run-dir RUN_DIR` in a process SIGKILLed as soon as its first checkpoint exists."
@@ -106,7 +106,7 @@ def test_sigkill_mid_epoch_then_resume_gives_bit_identical_weights(tmp_path):
     assert cli('train', *args, '--run-dir', 'whole', cwd=tmp_path).returncode == 0
     train_until_killed(args, 'killed', tmp_path)
     state = torch.load(latest_checkpoint(tmp_path / 'killed'), weights_only=True)
-    assert state['step'] % 10 != 0 and state['step'] < 40  # killed mid-epoch, mid-run
+    assert state['loop']['step'] % 10 != 0 and state['loop']['step'] < 40  # killed mid-epoch, mid-run
     assert not (tmp_path / 'killed' / 'report.json').exists()
     out = cli('train', '--resume', 'killed', cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -521,7 +521,8 @@ def test_evaluate_restores_the_checkpoints_weights_and_clock_and_prints_indented
     trained = json.loads(out)
     assert out.startswith('{\n "method": ')  # indented one space, as the README shows
     checkpoint = latest_checkpoint(tmp_path / 'r')  # a clock that reads more than 0 on a fast machine
-    torch.save({**torch.load(checkpoint, weights_only=True), 'seconds': 12.34}, checkpoint)
+    state = torch.load(checkpoint, weights_only=True)
+    torch.save({**state, 'loop': {**state['loop'], 'seconds': 12.34}}, checkpoint)
     seen = []
     report = cli_module.Trainer.report
     def spy(self):
@@ -575,13 +576,13 @@ def test_an_interrupted_resume_names_the_checkpoint_it_goes_on_from(tmp_path, ca
 
 def test_an_interrupted_train_without_run_dir_names_the_folder_it_made(tmp_path, capsys, monkeypatch):
     "The default folder, runs/simclr-shapes-<time>, is only known once made: the resume command must name it."
-    from contrastive_nb.training import Trainer
+    from contrastive_nb.loop import Loop
     monkeypatch.chdir(tmp_path)
-    step = Trainer.train_step
+    step = Loop.one_step
     def stop_at_5(self):
         if self.step == 5: raise KeyboardInterrupt
         return step(self)
-    monkeypatch.setattr(Trainer, 'train_step', stop_at_5)
+    monkeypatch.setattr(Loop, 'one_step', stop_at_5)
     code, _, err = run_main(capsys, 'train', *TINY, '--checkpoint-every', '3')
     [run] = (tmp_path / 'runs').iterdir()
     assert code == 130 and run.name.startswith('simclr-shapes-')

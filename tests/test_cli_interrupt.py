@@ -50,10 +50,10 @@ def test_sigint_prints_where_it_stopped_and_the_command_that_goes_on(tmp_path):
     assert all(torch.equal(whole[k], resumed[k]) for k in whole), "resumed weights differ from the uninterrupted run"
 
 def test_an_interrupt_before_any_checkpoint_says_to_start_again(tmp_path, capsys, monkeypatch):
-    from contrastive_nb import training
     from contrastive_nb.cli import main
+    from contrastive_nb.loop import Loop
     def interrupted(self): raise KeyboardInterrupt
-    monkeypatch.setattr(training.Trainer, 'train_step', interrupted)
+    monkeypatch.setattr(Loop, 'one_step', interrupted)
     monkeypatch.chdir(tmp_path)
     assert main(['train', *TINY, '--run-dir', 'r']) == 130
     err = capsys.readouterr().err.strip().splitlines()

@@ -15,8 +15,7 @@ import torch
 from conftest import ROOT
 from contrastive_nb.launch import free_port, launch
 from contrastive_nb.infonce import nt_xent
-from contrastive_nb.methods import Batch
-from contrastive_nb.training import TrainConfig, Trainer, latest_checkpoint, world
+from contrastive_nb.training import Processes, TrainConfig, Trainer, latest_checkpoint, world
 
 TINY = dict(n_train=64, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8, batch_size=8,
             epochs=1, knn_every=0, progress=False, threads=1, norm='group', method='simclr_global')
@@ -24,15 +23,15 @@ TINY = dict(n_train=64, n_test=16, augment={'size': 16}, width=4, blocks=2, head
 # --- workers, run in each of the 2 processes -------------------------------------------------------------------------
 
 def _one_backward(trainer: Trainer) -> tuple:
-    "The first step of `train_step` up to the averaged gradients: this process's views and the gradients."
-    trainer.order = torch.randperm(len(trainer.images), generator=trainer.generator)
-    idx = trainer.order[trainer.rank * trainer.local_batch:(trainer.rank + 1) * trainer.local_batch]
-    views = trainer._views(trainer.images[idx])
+    "The first step of the loop up to the averaged gradients: this process's views and the gradients."
+    loop = trainer.loop
+    loop.batch = loop.data.batch(0)
     trainer.optimizer.zero_grad(set_to_none=True)
-    batch = Batch(views, idx, trainer.labels[idx], trainer.view_generator)
-    loss = trainer.method.loss_backward(batch, lambda v: v)
-    loss = trainer._average_gradients(loss) if trainer.world_size > 1 else loss
-    return views, [p.grad.clone() for p in trainer.parameters], loss.item()
+    loop.loss = trainer.method.loss_backward(loop.batch)
+    for cb in loop.callbacks:  # the processes average the gradients here
+        if isinstance(cb, Processes): cb.after_backward(loop)
+    grads = [p.grad.clone() for p in trainer.method.parameters_to_train()]
+    return loop.batch.views, grads, loop.loss.item()
 
 def _trainer_checks() -> dict:
     out = {'world': world()}
@@ -68,7 +67,7 @@ def test_averaged_gradients_equal_one_process_on_the_global_batch(two):
     v1, v2 = (torch.cat([r['views'][i] for r in two]) for i in range(2))
     z1, z2 = (method.embed(method.encoder, method.head, v) for v in (v1, v2))
     loss = nt_xent(z1, z2, temperature=trainer.config.options.temperature)
-    grads = torch.autograd.grad(loss, trainer.parameters)
+    grads = torch.autograd.grad(loss, trainer.method.parameters_to_train())
     assert two[0]['loss'] == pytest.approx(loss.item(), rel=1e-5) and two[1]['loss'] == two[0]['loss']
     for g, a, b in zip(grads, two[0]['grads'], two[1]['grads']):
         assert torch.equal(a, b)  # every process takes the same step
@@ -166,7 +165,7 @@ def test_torchrun_trains_writes_once_and_resumes_bit_identically_after_sigkill(t
                    for pid in workers)
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     assert not (tmp_path / 'killed' / 'report.json').exists()
-    step = torch.load(latest_checkpoint(tmp_path / 'killed'), weights_only=True)['step']
+    step = torch.load(latest_checkpoint(tmp_path / 'killed'), weights_only=True)['loop']['step']
     assert step < 33
 
     one = subprocess.run([sys.executable, '-m', 'contrastive_nb.cli', 'train', '--resume', 'killed'], cwd=tmp_path,
@@ -175,7 +174,8 @@ def test_torchrun_trains_writes_once_and_resumes_bit_identically_after_sigkill(t
 
     code, out, err = finish(torchrun('train', '--resume', 'killed', cwd=tmp_path))
     assert code == 0, err[-3000:]
-    whole, resumed = (torch.load(latest_checkpoint(tmp_path / r), weights_only=True)['model'] for r in ('whole', 'killed'))
+    whole, resumed = (torch.load(latest_checkpoint(tmp_path / r), weights_only=True)['loop']['method']
+                      for r in ('whole', 'killed'))
     assert all(torch.equal(whole[k], resumed[k]) for k in whole), "resumed weights differ from the uninterrupted run"
     losses = lambda run: [line.split(',')[2] for line in (tmp_path / run / 'metrics.csv').read_text().splitlines()]
     assert losses('whole') == losses('killed')

@@ -111,10 +111,10 @@ def test_train_step_budget(monkeypatch):
 
 def test_train_step_budget_with_the_checks_at_the_door(monkeypatch):
     "The trainer's step wired as the xfail above asks: within budget, and the same losses to the last bit."
-    import contrastive_nb.training as training
+    import contrastive_nb.loop as loop_module  # where the trainer's batches are drawn
     plain, fast = _trainer(), _trainer()
     expected = [plain.train_step() for _ in range(2)]
-    monkeypatch.setattr(training, 'augment_batch', functools.partial(augment_batch, check_values=False))
+    monkeypatch.setattr(loop_module, 'augment_batch', functools.partial(augment_batch, check_values=False))
     with values_unchecked(fast.method):
         losses = [fast.train_step()]
         with counting_reads(monkeypatch) as counts: losses.append(fast.train_step())

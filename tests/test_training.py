@@ -25,6 +25,7 @@ from contrastive_nb.data import DatasetNotFoundError, write_cifar10_fixture, wri
 from contrastive_nb.infonce import SimCLROptions, train_simclr
 from contrastive_nb.memory_bank import train_memory_bank
 from contrastive_nb.moco import MoCo, MoCoOptions, train_moco
+from contrastive_nb.loop import Callback, Loop
 from contrastive_nb.methods import (
     BUILTIN_METHODS, METHODS, Batch, ContrastiveMethod, MethodOptions, TwoViewMethod, method_names, method_spec,
     register_method)
@@ -280,7 +281,7 @@ def test_other_optimisers_train(optimizer):
 def test_half_precision_on_cpu(precision):
     trainer = train(tiny(precision=precision))
     assert all(math.isfinite(x) for x in losses(trainer))
-    assert trainer.scaler.is_enabled() == (precision == 'float16')
+    assert trainer.loop.scaler.is_enabled() == (precision == 'float16')
     full = train(tiny())
     assert losses(trainer)[0] == pytest.approx(losses(full)[0], rel=0.05)  # same run, rounder numbers
 
@@ -422,8 +423,8 @@ def test_training_imports_no_lesson_module():
             ours |= {a.name.partition('.')[2] for a in node.names if a.name.startswith('contrastive_nb.')}
         elif isinstance(node, ast.Call) and getattr(node.func, 'attr', None) == 'import_module':
             ours.add('<import_module>')
-    assert ours <= {'_checks', 'augment', 'data', 'evaluate', 'methods', 'models'}, sorted(ours)
-    assert {'augment', 'methods'} <= ours  # the parse found the imports
+    assert ours <= {'_checks', 'augment', 'data', 'evaluate', 'loop', 'methods', 'models'}, sorted(ours)
+    assert {'augment', 'loop', 'methods'} <= ours  # the parse found the imports
 
 # --- config -----------------------------------------------------------------------------------------------------------
 
@@ -570,14 +571,16 @@ def test_checkpoint_holds_everything_as_plain_values(tmp_path):
     trainer = Trainer(tiny(method='moco', options={'queue_size': 16}), tmp_path)
     trainer.fit()
     state = torch.load(latest_checkpoint(tmp_path), weights_only=True)
-    assert set(state) >= {'model', 'optimizer', 'scheduler', 'scaler', 'rng', 'step', 'epoch', 'config', 'order',
-                          'format', 'method_file'}
-    assert state['format'] == CHECKPOINT_FORMAT == 2 and state['method_file'] is None  # a built-in method
+    assert set(state) == {'format', 'config', 'method_file', 'world_size', 'process_rng', 'epoch', 'rng', 'loop'}
+    loop = state['loop']
+    assert set(loop) == {'step', 'epochs', 'seconds', 'method', 'optimizers', 'scaler', 'data', 'callbacks'}
+    assert {'metrics', 'schedule', 'knn'} <= set(loop['callbacks']) and 'order' in loop['data']
+    assert state['format'] == CHECKPOINT_FORMAT == 3 and state['method_file'] is None  # a built-in method
     assert set(state['rng']) == {'torch', 'cuda', 'generator', 'numpy', 'python'}
-    assert any(k.startswith('encoder_k.') for k in state['model'])  # the key encoder
-    assert 'queue.keys' in state['model'] and state['config'] == trainer.config.to_dict()
+    assert any(k.startswith('encoder_k.') for k in loop['method'])  # the key encoder
+    assert 'queue.keys' in loop['method'] and state['config'] == trainer.config.to_dict()
     assert state['config']['options']['queue_size'] == 16 and state['config']['augment']['size'] == 16
-    assert state['step'] == 8 and json.loads((tmp_path / 'config.json').read_text()) == state['config']
+    assert loop['step'] == 8 and json.loads((tmp_path / 'config.json').read_text()) == state['config']
     assert not list(tmp_path.rglob('*.tmp'))
 
 def test_only_the_two_newest_checkpoints_are_kept(tmp_path):
@@ -603,13 +606,10 @@ def test_resume_after_a_crash_mid_epoch_is_exact(tmp_path, method, monkeypatch):
     full = Trainer(config, tmp_path / 'full')
     full.fit()
     crash_at = 7
-    original = Trainer.train_step
-    def crashing(self):
-        if self.step == crash_at: raise KeyboardInterrupt
-        return original(self)
-    monkeypatch.setattr(Trainer, 'train_step', crashing)
-    with pytest.raises(KeyboardInterrupt): Trainer(config, tmp_path / 'crashed').fit()
-    monkeypatch.setattr(Trainer, 'train_step', original)
+    class Crash(Callback):
+        def before_step(self, loop):
+            if loop.step == crash_at: raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt): Trainer(config, tmp_path / 'crashed', callbacks=[Crash()]).fit()
     assert latest_checkpoint(tmp_path / 'crashed').name == 'step-00000006.pt'  # mid-epoch: 4 steps per epoch
     resumed = resume(tmp_path / 'crashed')
     assert same_weights(weights(resumed.method), weights(full.method))
@@ -623,7 +623,7 @@ def test_a_truncated_checkpoint_gives_a_clear_error_and_the_previous_one_loads(t
     assert 'truncated' in str(info.value)
     with pytest.raises(CheckpointError, match='step-00000006.pt is intact'): resume(tmp_path)
     previous = tmp_path / 'checkpoints' / 'step-00000006.pt'
-    assert load_checkpoint(previous)['step'] == 6
+    assert load_checkpoint(previous)['loop']['step'] == 6
 
 def test_save_checkpoint_replaces_atomically(tmp_path, monkeypatch):
     path = tmp_path / 'c.pt'
@@ -656,8 +656,11 @@ def test_a_checkpoint_of_another_format_is_refused_naming_the_format(tmp_path):
         with pytest.raises(CheckpointError, match=rf'{newest.name} is a checkpoint of format 1; this trainer reads '
                                                    rf'format {CHECKPOINT_FORMAT}'):
             read(tmp_path)
-    save_checkpoint({**state, 'format': 3}, newest)
-    with pytest.raises(CheckpointError, match='is a checkpoint of format 3'): resume(tmp_path)
+    save_checkpoint({**state, 'format': 2}, newest)  # the last format before the loop's state was apart
+    with pytest.raises(CheckpointError, match=r'is a checkpoint of format 2; .*\(the state of the loop and of each'):
+        resume(tmp_path)
+    save_checkpoint({**state, 'format': CHECKPOINT_FORMAT + 1}, newest)
+    with pytest.raises(CheckpointError, match=f'is a checkpoint of format {CHECKPOINT_FORMAT + 1}'): resume(tmp_path)
 
 @pytest.mark.slow
 def test_training_benchmark_runs_and_reports(tmp_path):
@@ -683,7 +686,7 @@ def test_a_flipped_bit_in_a_weight_is_refused_and_the_newest_intact_checkpoint_n
     Trainer(tiny(checkpoint_every=2), tmp_path).fit()
     newest, previous = (tmp_path / 'checkpoints' / f'step-0000000{s}.pt' for s in (8, 6))
     flip_a_bit(newest)
-    assert torch.load(newest, weights_only=True)['step'] == 8  # torch.load alone takes the damaged weights
+    assert torch.load(newest, weights_only=True)['loop']['step'] == 8  # torch.load alone takes the damaged weights
     with pytest.raises(CheckpointError, match=r'step-00000008\.pt is damaged: its record .* fails its CRC-32'):
         load_checkpoint(newest)
     with pytest.raises(CheckpointError, match=r'step-00000006\.pt is intact'): resume(tmp_path)
@@ -694,7 +697,7 @@ def test_a_flipped_bit_in_a_weight_is_refused_and_the_newest_intact_checkpoint_n
 def test_latest_checkpoint_and_the_clean_up_order_steps_as_numbers(tmp_path):
     trainer = Trainer(tiny(), tmp_path)
     for step in (99_999_999, 100_000_000, 100_000_001):
-        trainer.step = step
+        trainer.loop.step = step
         trainer.checkpoint()
     names = sorted(p.name for p in (tmp_path / 'checkpoints').iterdir())
     assert names == ['step-100000000.pt', 'step-100000001.pt']  # the two newest steps, not the two last names
@@ -752,11 +755,12 @@ def test_a_new_run_is_refused_in_a_folder_that_holds_another(tmp_path):
     assert json.loads((tmp_path / 'config.json').read_text())['epochs'] == 3
 
 def crash_at(monkeypatch, step: int) -> None:
-    original = Trainer.train_step
+    "Every loop started after this raises KeyboardInterrupt as it starts step `step`."
+    original = Loop.one_step
     def crashing(self):
         if self.step == step: raise KeyboardInterrupt
         return original(self)
-    monkeypatch.setattr(Trainer, 'train_step', crashing)
+    monkeypatch.setattr(Loop, 'one_step', crashing)
 
 def test_resume_refuses_a_config_json_that_differs_from_its_checkpoint(tmp_path, monkeypatch):
     crash_at(monkeypatch, 5)
@@ -857,7 +861,7 @@ def test_an_extension_is_a_new_warm_up_and_cosine_segment_from_the_base_rate(tmp
     report = json.loads((tmp_path / 'report.json').read_text())
     assert report['step'] == 16 and report['segments'] == [[0, 2], [2, 4]]
     assert json.loads((tmp_path / 'config.json').read_text())['epochs'] == 4
-    assert load_checkpoint(latest_checkpoint(tmp_path))['segments'] == [2, 4]
+    assert load_checkpoint(latest_checkpoint(tmp_path))['loop']['callbacks']['schedule']['segments'] == [2, 4]
     with pytest.raises(ValueError, match=r"finished run \(4 epochs\)"): resume(tmp_path)
 
 def test_an_extension_interrupted_mid_segment_resumes_bit_identically(tmp_path, monkeypatch):
@@ -891,7 +895,7 @@ def test_monitors_are_recorded_each_epoch_in_metrics_checkpoints_and_the_report(
     marked = [(int(r['step']), float(r['spread'])) for r in rows if r['spread']]
     assert marked == [(s - 1, s / 10) for s in seen]  # on the epoch's last step, as val_knn
     state = torch.load(latest_checkpoint(tmp_path / 'run'), weights_only=True)
-    assert [v for _, _, v in state['monitored']] == [{'spread': s / 10} for s in seen]
+    assert [v for _, _, v in state['loop']['callbacks']['monitors']['rows']] == [{'spread': s / 10} for s in seen]
 
 def test_bad_monitors_are_refused_with_a_clear_error():
     with pytest.raises(TypeError, match='monitors must be a dict'): Trainer(tiny(), monitors=[len])
@@ -986,13 +990,9 @@ def test_fashion_mnist_run_resumes_bit_for_bit_after_a_crash(tmp_path, monkeypat
     config = tiny(dataset='fashion_mnist', data_root=root, augment=policy, epochs=2, checkpoint_every=2)
     full = Trainer(config, tmp_path / 'full')
     full.fit()
-    original = Trainer.train_step
-    def crashing(self):
-        if self.step == 5: raise KeyboardInterrupt
-        return original(self)
-    monkeypatch.setattr(Trainer, 'train_step', crashing)
+    crash_at(monkeypatch, 5)
     with pytest.raises(KeyboardInterrupt): Trainer(config, tmp_path / 'crashed').fit()
-    monkeypatch.setattr(Trainer, 'train_step', original)
+    monkeypatch.undo()
     resumed = resume(tmp_path / 'crashed')
     assert same_weights(weights(resumed.method), weights(full.method)) and losses(resumed) == losses(full)
     assert all(math.isfinite(v) for v in losses(full)) and 0 <= full.report()['test_knn'] <= 1
