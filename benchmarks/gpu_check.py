@@ -149,7 +149,7 @@ def compiled(device: torch.device, sizes: Sizes) -> dict:
 
 def nccl(device: torch.device, sizes: Sizes) -> dict:
     import torch.distributed as dist
-    from contrastive_nb.training import world
+    from contrastive_nb.launch import world
     backend = 'nccl' if device.type == 'cuda' else 'gloo'  # --dry-run: the same calls on gloo
     if not dist.is_available() or (backend == 'nccl' and not dist.is_nccl_available()):
         return {'skipped': f'torch.distributed with {backend} is not available'}

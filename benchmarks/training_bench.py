@@ -19,7 +19,8 @@ from datetime import date
 
 import torch
 
-from contrastive_nb.training import TrainConfig, Trainer, cpu_threads
+from contrastive_nb.launch import cpu_threads
+from contrastive_nb.training import TrainConfig, Trainer
 
 RECIPE = dict(method='simclr', dataset='shapes', n_train=5000, n_test=1000, val_fraction=0.0,
               augment=dict(size=24, scale=(0.3, 1.0), jitter_strength=1.0, grayscale_p=0.5, blur_p=0.5),

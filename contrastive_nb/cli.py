@@ -27,9 +27,10 @@ from ._checks import INT64_MAX, SEED_MAX, check_path
 from .augment import AugmentationPolicy
 from .data import DatasetNotFoundError
 from .methods import method_names, method_spec
-from .training import (RECIPES, RUNTIME_SETTINGS, TRAIN_POLICY, TrainConfig,
-                                     Trainer, check_run_dir, format_seconds, latest_checkpoint,
-                                     recipe, resume, world)
+from .launch import world
+from .runs import RUNTIME_SETTINGS, check_run_dir, latest_checkpoint
+from .training import (RECIPES, TRAIN_POLICY, TrainConfig, Trainer, format_seconds,
+                                     recipe, resume)
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']

@@ -7,6 +7,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/launch.html.md"""
 # %% ../nbs/launch.ipynb #fed2e66a
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import pickle
@@ -17,15 +18,16 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.distributed as dist
 
-from ._checks import check_number, check_positive_int
+from ._checks import check_choice, check_int, check_number, check_positive_int
 
 # %% auto #0
-__all__ = ['free_port', 'launch', 'run_calls', 'status_mib', 'reset_peak', 'peak_mib']
+__all__ = ['DEVICES', 'free_port', 'launch', 'run_calls', 'status_mib', 'reset_peak', 'peak_mib', 'select_device', 'world',
+           'cpu_threads']
 
 # %% ../nbs/launch.ipynb #1934fccf
 def free_port() -> int: # a TCP port on 127.0.0.1 that nothing listens on now
@@ -175,3 +177,35 @@ def peak_mib() -> float:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2 ** 20 if sys.platform == 'darwin' else peak / 1024
 
+
+# %% ../nbs/launch.ipynb #fd5e258c
+DEVICES = ('auto', 'cpu', 'cuda', 'mps')
+
+def select_device(
+    device: str = 'auto', # 'auto' (CUDA, else MPS, else CPU), 'cpu', 'cuda' or 'mps'
+) -> torch.device: # an available device
+    "The device to train on; asking for one that is not there raises."
+    check_choice(device, 'device', DEVICES)
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    if device == 'auto': device = 'cuda' if cuda else 'mps' if mps else 'cpu'
+    if (device == 'cuda' and not cuda) or (device == 'mps' and not mps):
+        raise ValueError(f"device {device!r} is not available on this machine; use 'cpu' or "
+                         "'auto'")
+    return torch.device(device)
+
+def world() -> tuple[int, int]: # (number of processes, this process's rank)
+    "The size of torch.distributed's default group and this process's rank; (1, 0) without one."
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size(), dist.get_rank()
+    return 1, 0
+
+@contextlib.contextmanager
+def cpu_threads(
+    n: int, # threads for torch's CPU operations inside the block; 0 leaves the setting alone
+) -> Iterator[None]:
+    "Set torch's CPU thread count inside a block and restore it afterwards."
+    n = check_int(n, 'n', low=0)
+    before = torch.get_num_threads()
+    if n: torch.set_num_threads(n)
+    try: yield
+    finally: torch.set_num_threads(before)

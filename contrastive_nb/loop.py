@@ -77,6 +77,7 @@ class ImageBatches:
         check_tensor(labels, 'labels', ndim=1, dtype='int')
         if len(labels) != len(images):
             raise ValueError(f"labels has {len(labels)} rows for {len(images)} images")
+        if labels.min() < 0: raise ValueError("labels must be classes 0, 1, ..., got a negative")
         self.images, self.labels, self.policy = images, labels.to(images.device), policy
         self.batch_size, self.n_views = batch_size, check_positive_int(n_views, 'n_views')
         check_generator(generator, cpu=True)

@@ -30,21 +30,28 @@ from tqdm import tqdm
 from ._checks import (check_bool, check_choice, check_int, check_number, check_path,
                                     check_positive_int, check_seed, zip_damage)
 from .augment import AugmentationPolicy
+from .compat import moved
 from .data import (ImageDataset, as_float_images, load_cifar10, load_digits,
                                  load_fashion_mnist, load_stl10, make_shapes)
 from .evaluate import embed, knn_accuracy
+from .launch import DEVICES, cpu_threads, select_device, world
 from .loop import (Callback, History, ImageBatches, Loop, Progress,
                                  SkipValueChecks)
 from .methods import (ContrastiveMethod, MethodOptions, MethodSetup, method_spec,
                                     settings_from_dict)
 from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
+from .runs import (CHECKPOINT_FORMAT, RUNTIME_SETTINGS, CheckpointError,
+                                 check_run_dir, check_same_run, latest_checkpoint,
+                                 load_latest_checkpoint, random_state, remove_leftovers,
+                                 save_in_run, saved_settings, set_random_state,
+                                 setting_differences, write_text)
+
+def __getattr__(name: str): return moved('training', name)  # names that moved: compat page
 
 # %% auto #0
-__all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'LARS_SETTINGS', 'TRAIN_POLICY',
-           'CHECKPOINT_FORMAT', 'RUNTIME_SETTINGS', 'RECIPES', 'register_dataset', 'load_datasets', 'TrainConfig',
-           'select_device', 'world', 'cpu_threads', 'lr_factor', 'LARS', 'CheckpointError', 'save_checkpoint',
-           'load_checkpoint', 'load_latest_checkpoint', 'check_run_dir', 'Processes', 'format_seconds', 'Trainer',
-           'latest_checkpoint', 'train', 'resume', 'recipe']
+__all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'LARS_SETTINGS', 'TRAIN_POLICY', 'RECIPES',
+           'register_dataset', 'load_datasets', 'TrainConfig', 'lr_factor', 'LARS', 'Processes', 'format_seconds',
+           'Trainer', 'train', 'resume', 'recipe']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
 DATASETS: dict[str, Callable] = {}  # name -> loader(config) -> (train, test) ImageDatasets
@@ -125,7 +132,6 @@ PRECISIONS = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': t
 OPTIMIZERS = ('adam', 'adamw', 'sgd', 'lars')
 SCHEDULES = ('constant', 'cosine')
 ENCODERS = ('small_cnn', 'resnet18')
-DEVICES = ('auto', 'cpu', 'cuda', 'mps')
 # LARS's settings and their defaults (the values every run before they existed used)
 LARS_SETTINGS = {'lars_trust': 1e-3, 'lars_clip': False, 'lars_exclude_bias_norm': True}
 # lesson 03's views of Shapes: crops of at least 30 % of the image, strong colour distortion
@@ -279,36 +285,6 @@ def _toml(values: dict) -> str:
         top += ['', f'[{name}]', *(f"{k} = {value(v)}" for k, v in table.items())]
     return '\n'.join(top) + '\n'
 
-# %% ../nbs/09_training.ipynb #fd5e258c
-def select_device(
-    device: str = 'auto', # 'auto' (CUDA, else MPS, else CPU), 'cpu', 'cuda' or 'mps'
-) -> torch.device: # an available device
-    "The device to train on; asking for one that is not there raises."
-    check_choice(device, 'device', DEVICES)
-    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
-    if device == 'auto': device = 'cuda' if cuda else 'mps' if mps else 'cpu'
-    if (device == 'cuda' and not cuda) or (device == 'mps' and not mps):
-        raise ValueError(f"device {device!r} is not available on this machine; use 'cpu' or "
-                         "'auto'")
-    return torch.device(device)
-
-def world() -> tuple[int, int]: # (number of processes, this process's rank)
-    "The size of torch.distributed's default group and this process's rank; (1, 0) without one."
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_world_size(), dist.get_rank()
-    return 1, 0
-
-@contextlib.contextmanager
-def cpu_threads(
-    n: int, # threads for torch's CPU operations inside the block; 0 leaves the setting alone
-) -> Iterator[None]:
-    "Set torch's CPU thread count inside a block and restore it afterwards."
-    n = check_int(n, 'n', low=0)
-    before = torch.get_num_threads()
-    if n: torch.set_num_threads(n)
-    try: yield
-    finally: torch.set_num_threads(before)
-
 # %% ../nbs/09_training.ipynb #a97418f2
 def lr_factor(
     step: int, # optimiser steps taken so far
@@ -364,105 +340,6 @@ class LARS(torch.optim.Optimizer):
                 else: state['momentum_buffer'].mul_(group['momentum']).add_(d)
                 p.add_(state['momentum_buffer'], alpha=-group['lr'])
         return loss
-
-# %% ../nbs/09_training.ipynb #c0dab1a0
-class CheckpointError(ValueError):
-    "A checkpoint file is missing, truncated or not a checkpoint of this trainer."
-
-# 2: the methods' settings moved into `options`, the augmentation's into `augment` (nested)
-# 3: the loop's state and each of its callbacks' apart (`Loop.state_dict`), under 'loop'
-CHECKPOINT_FORMAT = 3
-_FORMAT_CHANGES = {1: "the methods' settings moved into options",
-                   2: "the state of the loop and of each callback is kept apart"}
-
-def save_checkpoint(
-    state: dict, # tensors and plain containers only
-    path: str | Path, # where to write; a file of that name is replaced atomically
-) -> Path: # the written path
-    "Write `state` to a temporary file in the same folder, flush, fsync, then rename over `path`."
-    if not isinstance(state, dict):
-        raise TypeError(f"state must be a dict, got {type(state).__name__}")
-    path = check_path(path, 'path')
-    if not path.name or path.is_dir():
-        raise ValueError(f"path must name a file, got {str(path)!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, 'wb') as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)  # atomic: a reader sees the old file or the new one, never half
-    except BaseException:  # a failed or interrupted write (a full disk, Ctrl-C) leaves no litter
-        tmp.unlink(missing_ok=True)
-        raise
-    with contextlib.suppress(OSError):  # make the rename itself durable (POSIX)
-        folder = os.open(path.parent, os.O_RDONLY)
-        try: os.fsync(folder)
-        finally: os.close(folder)
-    return path
-
-def _verify(path: Path) -> None:
-    "Check each record of the zip file `torch.save` writes against its CRC-32 (torch.load won't)."
-    damage = zip_damage(path)  # a flipped bit: torch.load would return the damaged weights silently
-    if damage: raise CheckpointError(f"checkpoint {path} is damaged: {damage}")
-
-def load_checkpoint(
-    path: str | Path, # a file written by `save_checkpoint`
-) -> dict: # the state, read with torch.load(weights_only=True)
-    "Read a checkpoint safely (no pickled code); a damaged file raises a CheckpointError naming it."
-    path = check_path(path, 'path')
-    if not path.is_file(): raise CheckpointError(f"checkpoint {path} does not exist")
-    _verify(path)
-    try: state = torch.load(path, map_location='cpu', weights_only=True)
-    except Exception as e:
-        raise CheckpointError(f"checkpoint {path} is damaged or truncated and cannot be read "
-                              f"({type(e).__name__}: {str(e)[:120]})") from None
-    # format 3 keeps the loop's state under 'loop'; formats 1 and 2 had 'model' and 'step'
-    if not isinstance(state, dict) or not ('loop' in state or {'model', 'step'} <= state.keys()):
-        raise CheckpointError(f"{path} is not a checkpoint of this trainer")
-    return state
-
-# %% ../nbs/09_training.ipynb #e711c53c
-def _step_of(path: Path) -> int | None:
-    "The step in a checkpoint's name, step-00000012.pt -> 12; None for any other name."
-    digits = path.name.removeprefix('step-').removesuffix('.pt')
-    return int(digits) if digits.isascii() and digits.isdigit() else None
-
-def _checkpoints(run_dir: Path) -> list[Path]:
-    "A run's checkpoints, oldest first, by step as a number (as text, step-100000000 sorts first)."
-    found = [p for p in (run_dir / 'checkpoints').glob('step-*.pt') if _step_of(p) is not None]
-    return sorted(found, key=_step_of)
-
-def _verifies(path: Path) -> bool:
-    try: _verify(path)
-    except CheckpointError: return False
-    return True
-
-def load_latest_checkpoint(
-    run_dir: str | Path, # a run folder written by `Trainer.fit`
-    purpose: str = 'resume', # 'resume' or 'evaluate': what the checkpoint is read for (messages)
-) -> tuple[Path, dict]: # the newest checkpoint and its state
-    "A run's newest checkpoint, read; if it is damaged, the error names the newest that verifies."
-    run_dir = check_path(run_dir, 'run_dir')
-    check_choice(purpose, 'purpose', ('resume', 'evaluate'))
-    found = _checkpoints(run_dir)
-    if not found:
-        raise CheckpointError(f"run_dir {str(run_dir)!r} holds no checkpoint to {purpose}")
-    try: state = load_checkpoint(found[-1])
-    except CheckpointError as e:
-        # read every older one: a hint that names a file must have checked that file
-        intact = next((p for p in reversed(found[:-1]) if _verifies(p)), None)
-        hint = (f"; {intact} is intact (its CRC-32 checks pass): move {found[-1].name} away to "
-                f"{purpose} from it" if intact else "; no older checkpoint of the run is intact")
-        raise CheckpointError(f"{e}{hint}") from None
-    written = state.get('format', 1)
-    if written != CHECKPOINT_FORMAT:
-        since = _FORMAT_CHANGES.get(written, 'a newer version wrote it')
-        raise CheckpointError(f"{found[-1]} is a checkpoint of format {written}; this trainer "
-                              f"reads format {CHECKPOINT_FORMAT} ({since}): use the version of "
-                              "contrastive_nb that wrote it, or train the run again")
-    return found[-1], state
 
 # %% ../nbs/09_training.ipynb #3d52fba8
 def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
@@ -523,118 +400,6 @@ def _check_datasets(datasets, batch_size: int) -> dict[str, ImageDataset]:
         raise ValueError(f"datasets['train'] holds {len(datasets['train'])} images: fewer than "
                          f"one batch (batch_size = {batch_size})")
     return {k: _rgb(datasets[k]) for k in ('train', 'val', 'test')}
-
-# %% ../nbs/09_training.ipynb #4ec0c354
-def _rng_state(generator: torch.Generator) -> dict:
-    "Every random state a run uses, as tensors and plain values."
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    version, internal, gauss_next = random.getstate()
-    return {'torch': torch.get_rng_state(), 'generator': generator.get_state(),
-            'cuda': torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            'numpy': [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
-            'python': [version, list(internal), gauss_next]}
-
-def _set_rng_state(state: dict, generator: torch.Generator) -> None:
-    torch.set_rng_state(state['torch'])
-    generator.set_state(state['generator'])
-    if state['cuda'] and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state['cuda'])
-    kind, keys, pos, has_gauss, gauss = state['numpy']
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-    version, internal, gauss_next = state['python']
-    random.setstate((version, tuple(internal), gauss_next))
-
-# %% ../nbs/09_training.ipynb #f87bfb2c
-RUNTIME_SETTINGS = ('data_root', 'device', 'threads', 'compile', 'progress')  # how, not what
-def _check_output_folder(run_dir: Path) -> None:
-    "A run folder that is, or can become, a folder this process may write; else one clear error."
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ValueError(f"run_dir {run_dir} is a file, not a folder: choose another run folder")
-    nearest = run_dir  # the folder, or the nearest part of its path that exists
-    while not nearest.exists() and nearest != nearest.parent: nearest = nearest.parent
-    if not nearest.is_dir():
-        raise ValueError(f"run_dir {run_dir} lies under {nearest}, which is a file, not a folder")
-    if not os.access(nearest, os.W_OK | os.X_OK):
-        raise ValueError(f"run_dir {run_dir} cannot be written: this user may not write in "
-                         f"{nearest}")
-
-def _flat(values: dict, prefix: str = '') -> dict:
-    "Nested tables as one level of dotted names: {'options': {'k': 1}} -> {'options.k': 1}."
-    out = {}
-    for k, v in values.items():
-        if isinstance(v, dict): out.update(_flat(v, f"{prefix}{k}."))
-        else: out[prefix + k] = v
-    return out
-
-def _setting_differences(saved: dict, values: dict) -> str:
-    "The settings that change the result on which two runs differ: 'lr (0.01 vs 0.001)', or ''."
-    # a run saved before the LARS settings existed ran with their defaults
-    saved, values = _flat({**LARS_SETTINGS, **saved}), _flat({**LARS_SETTINGS, **values})
-    differ = sorted(k for k in saved.keys() | values.keys()
-                    if k not in RUNTIME_SETTINGS and saved.get(k) != values.get(k))
-    return ', '.join(f"{k} ({saved.get(k)!r} vs {values.get(k)!r})" for k in differ)
-
-def _saved_settings(run_dir: Path) -> dict | None:
-    "The settings in a run folder's config.json; None where there is none."
-    path = run_dir / 'config.json'
-    if not path.is_file(): return None
-    try: values = json.loads(path.read_text())
-    except ValueError as e:  # not UTF-8, or not JSON
-        raise ValueError(f"{path} is not a JSON table of settings ({e})") from None
-    if not isinstance(values, dict):
-        raise ValueError(f"{path} must hold a table of settings, got {type(values).__name__}")
-    return values
-
-def _check_same_run(
-    run_dir: Path, # the run folder
-    settings: dict | None, # what config.json must hold for the run to continue there; None: new
-) -> None:
-    "One run per folder: a new run never writes into another's, a continued one matches its own."
-    newest = latest_checkpoint(run_dir)
-    if newest is None: return  # nothing to mix with: no checkpoint, no run to lose
-    if settings is None:
-        raise ValueError(f"{run_dir} already holds a run ({newest.name}): resume it "
-                         f"(contrastive-nb train --resume {run_dir}, or resume() in Python), "
-                         "or choose another run folder")
-    saved = _saved_settings(run_dir)
-    differ = '' if saved is None else _setting_differences(saved, settings)
-    if differ:
-        raise ValueError(f"{run_dir / 'config.json'} and this run differ in {differ}: a run "
-                         "continues with the settings it was trained with; restore config.json, "
-                         "or train a new run in another folder")
-
-# %% ../nbs/09_training.ipynb #aec8e882
-def check_run_dir(
-    run_dir: str | Path, # a run folder, existing or to be made
-    new: bool = False, # True: a new run starts there, so it must hold no other run
-) -> Path: # the folder as a Path
-    "A run folder this process may write (and, for a new run, holding no other); else one error."
-    run_dir = check_path(run_dir, 'run_dir')
-    check_bool(new, 'new')
-    _check_output_folder(run_dir)
-    if new: _check_same_run(run_dir, None)
-    return run_dir
-
-# %% ../nbs/09_training.ipynb #8d1697a0
-def _write_text(path: Path, text: str) -> None:
-    "Write a text file through a temporary one and a rename: a reader never sees half of it."
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-_TEXT_FILES = ('config.json', 'config.toml', 'metrics.csv', 'report.json',  # a run folder's
-               'baselines.json')
-def _remove_leftovers(run_dir: Path) -> list[Path]:
-    "Remove the temporary files a killed process (SIGKILL runs no clean-up) left in run_dir."
-    found = [p for p in (run_dir / 'checkpoints').glob('.step-*.pt.tmp')
-             if _step_of(Path(p.name[1:-4])) is not None]  # .step-00000012.pt.tmp, only
-    found += [run_dir / f'.{name}.tmp' for name in _TEXT_FILES]
-    gone = [p for p in found if p.is_file()]
-    for p in gone: p.unlink(missing_ok=True)
-    return gone
 
 # %% ../nbs/09_training.ipynb #90458e84
 class Processes(Callback):
@@ -846,7 +611,7 @@ def _measure_context(data: dict, untrained: nn.Module, knn: Callable, k: int) ->
             'untrained_knn': knn(untrained, 'test')}
 
 def _write_context(run_dir: Path, key: dict, values: dict) -> None:
-    _write_text(run_dir / _CONTEXT_FILE, json.dumps(
+    write_text(run_dir / _CONTEXT_FILE, json.dumps(
         {'settings': key, 'test': values, 'sha256': _context_sha256(key, values)}, indent=1) + '\n')
 
 def _read_context(run_dir: Path | None, key: dict) -> dict[str, float] | None:
@@ -983,7 +748,7 @@ class Trainer:
             self.loop.fit()
             report = self.report()
         if self.run_dir is not None and self.rank == 0:
-            _write_text(self.run_dir / 'report.json', json.dumps(report, indent=1) + '\n')
+            write_text(self.run_dir / 'report.json', json.dumps(report, indent=1) + '\n')
         return report
 
     def train_step(self) -> float: # the step's loss
@@ -1029,7 +794,7 @@ def _check_trainer(config, run_dir) -> TrainConfig:
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
         raise TypeError(f"run_dir must be a str, a Path or None, got {type(run_dir).__name__}")
-    if run_dir is not None: _check_output_folder(Path(run_dir))  # before any work
+    if run_dir is not None: check_run_dir(run_dir)  # before any work
     return config
 
 def _untrained_encoder(config: TrainConfig, device: torch.device) -> nn.Module:
@@ -1069,26 +834,23 @@ def _epoch_line(trainer: Trainer, epoch: int) -> str:
 def _prepare_folder(trainer: Trainer) -> None:
     "Every process checks the folder; rank 0 alone makes it and removes half-written files."
     run_dir, settings = trainer.run_dir, trainer._folder_settings
-    _check_same_run(run_dir, settings)
+    check_same_run(run_dir, settings, LARS_SETTINGS)
     trainer._settings_to_write = (settings is None
-                                  or _saved_settings(run_dir) != trainer.config.to_dict())
+                                  or saved_settings(run_dir) != trainer.config.to_dict())
     if trainer.rank == 0:
         run_dir.mkdir(parents=True, exist_ok=True)
-        _remove_leftovers(run_dir)  # half-written files of a run killed mid-save
+        remove_leftovers(run_dir)  # half-written files of a run killed mid-save
 
 def _checkpoint(trainer: Trainer) -> Path:
     "Save a checkpoint in run_dir/checkpoints (rank 0 writes), keep the previous one."
-    run_dir, step = trainer.run_dir, trainer.step
-    path, state = run_dir / 'checkpoints' / f'step-{step:08d}.pt', trainer.state_dict()
+    run_dir, state = trainer.run_dir, trainer.state_dict()
+    path = run_dir / 'checkpoints' / f'step-{trainer.step:08d}.pt'
     if trainer.rank == 0:
         if trainer._settings_to_write:  # with the first checkpoint of these settings, not before
-            _write_text(run_dir / 'config.json', json.dumps(trainer.config.to_dict(),
+            write_text(run_dir / 'config.json', json.dumps(trainer.config.to_dict(),
                                                             indent=1) + '\n')
-            _write_text(run_dir / 'config.toml', trainer.config.to_toml())
-        save_checkpoint(state, path)
-        # keep this one and the one before it, by step as a number
-        previous = [p for p in _checkpoints(run_dir) if _step_of(p) < step][-1:]
-        for old in set(_checkpoints(run_dir)) - {path, *previous}: old.unlink()
+            write_text(run_dir / 'config.toml', trainer.config.to_toml())
+        save_in_run(run_dir, state, trainer.step)  # and keep the one before it
         trainer.write_metrics()
     trainer._folder_settings, trainer._settings_to_write = trainer.config.to_dict(), False
     return path
@@ -1113,7 +875,7 @@ def _write_metrics(trainer: Trainer) -> None:
         out.writerow([epoch, step, loss, lr, speed, knn.get(step + 1, ''),
                       *(more.get(n, '') for n in names)])
     # through a temporary file: a Ctrl-C in the middle leaves the last whole table, no litter
-    _write_text(trainer.run_dir / 'metrics.csv', text.getvalue())
+    write_text(trainer.run_dir / 'metrics.csv', text.getvalue())
 
 def _report(trainer: Trainer) -> dict:
     "Final numbers: last loss, validation and test kNN (never selected on), and their context."
@@ -1143,11 +905,11 @@ def _run_state(trainer: Trainer) -> dict:
     return {'format': CHECKPOINT_FORMAT, 'config': trainer.config.to_dict(),
             'method_file': trainer.method_file, 'world_size': trainer.world_size,
             'process_rng': process_rng, 'epoch': trainer.step // trainer.steps_per_epoch,
-            'rng': _rng_state(trainer.generator), 'loop': trainer.loop.state_dict()}
+            'rng': random_state(trainer.generator), 'loop': trainer.loop.state_dict()}
 
 def _load_run_state(trainer: Trainer, state: dict) -> None:
     "Continue from a `state_dict` of a run with the same settings and processes."
-    differ = _setting_differences(state.get('config') or {}, trainer.config.to_dict())
+    differ = setting_differences(state.get('config') or {}, trainer.config.to_dict(), LARS_SETTINGS)
     if differ:
         raise CheckpointError("the checkpoint was written by a run with other settings: "
                               f"{differ} (the checkpoint's vs this run's)")
@@ -1157,7 +919,7 @@ def _load_run_state(trainer: Trainer, state: dict) -> None:
                               f"process(es), this run has {trainer.world_size}: resume with "
                               f"torchrun --nproc-per-node {state['world_size']}")
     trainer.loop.load_state_dict(state['loop'])
-    _set_rng_state(state['rng'], trainer.generator)
+    set_random_state(state['rng'], trainer.generator)
     if trainer.world_size > 1:
         row, n = state['process_rng'][trainer.rank], len(torch.get_rng_state())
         # clones: Generator.set_state reads a view's storage from its start (torch 2.14 crashes)
@@ -1178,14 +940,6 @@ def _extend(trainer: Trainer, epochs: int) -> None:
     trainer.schedule.extend(trainer.loop, epochs)
 
 # %% ../nbs/09_training.ipynb #6a2de638
-def latest_checkpoint(
-    run_dir: str | Path, # a run folder written by `Trainer.fit`
-) -> Path | None: # the newest checkpoint file, or None if there is none
-    "The newest checkpoint of a run."
-    run_dir = check_path(run_dir, 'run_dir')
-    found = _checkpoints(run_dir)
-    return found[-1] if found else None
-
 def train(
     config: TrainConfig, # the settings
     run_dir: str | Path | None = None, # where config, metrics, checkpoints and report go
@@ -1222,11 +976,11 @@ def resume(
     "Continue a run from its newest checkpoint, with its saved settings, to the end (or extend it)."
     run_dir = check_path(run_dir, 'run_dir')
     _check_log(log)
-    _check_output_folder(run_dir)
+    check_run_dir(run_dir)
     path, state = load_latest_checkpoint(run_dir, 'resume')
-    values, saved = state['config'], _saved_settings(run_dir)
+    values, saved = state['config'], saved_settings(run_dir)
     if saved is not None:  # someone edited config.json, or another run wrote it
-        differ = _setting_differences(saved, values)
+        differ = setting_differences(saved, values, LARS_SETTINGS)
         if differ:
             raise ValueError(f"{run_dir / 'config.json'} and the checkpoint {path.name} differ in "
                              f"{differ}: a run continues with the settings it was trained with; "

@@ -1,11 +1,18 @@
 """Bad-input registry of the processes tools page (contrastive_nb.launch): starting processes, and reading memory."""
+import torch
 from test_bad_input import Case, _mod
 
-CONSTANTS: set[str] = set()
+CONSTANTS = {'DEVICES'}
 
 def cases() -> dict:
     l, d = _mod('launch'), _mod('distributed')
+    def threads(n):
+        with l.cpu_threads(n): return torch.get_num_threads()
+
     return {
+        'world': [Case(l.world, {})],
+        'select_device': [Case(l.select_device, dict(device='cpu'), choices=('device',))],
+        'cpu_threads': [Case(threads, dict(n=1))],
         'free_port': [Case(l.free_port, {}, deterministic=False)],
         'launch': [Case(l.launch, dict(fn=l.run_calls, world_size=1, args=([],), kwargs=None, timeout=60.0,
                                        threads=1), fixed=('kwargs',))],

@@ -6,8 +6,8 @@ from pathlib import Path
 import torch
 from test_bad_input import Case, _mod
 
-CONSTANTS = {'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'DEVICES', 'TRAIN_POLICY',
-             'CHECKPOINT_FORMAT', 'CheckpointError', 'RUNTIME_SETTINGS', 'LARS_SETTINGS', 'RECIPES'}
+CONSTANTS = {'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'TRAIN_POLICY', 'LARS_SETTINGS',
+             'RECIPES'}
 
 AUGMENT = dict(size=8, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), flip_p=0.5, jitter_strength=0.5, jitter_p=0.8,
                grayscale_p=0.2, blur_p=0.5, blur_sigma=(0.1, 2.0))
@@ -33,7 +33,6 @@ def cases():
     config = t.TrainConfig(**SETTINGS)
     run = _tmp()
     t.train(config, run)
-    checkpoint = str(t.latest_checkpoint(run))
 
     def registered(table, register):
         def call(name, replace):
@@ -49,9 +48,6 @@ def cases():
             run_dir = str(_tmp() / 'run')
             shutil.copytree(run, run_dir)
         return t.resume(run_dir, epochs)
-
-    def threads(n):
-        with t.cpu_threads(n): return torch.get_num_threads()
 
     def lars_step(lr, momentum, weight_decay, trust, clip, exclude_bias_norm):
         w, b = torch.nn.Parameter(torch.ones(2, 2)), torch.nn.Parameter(torch.ones(2))
@@ -72,20 +68,9 @@ def cases():
                         Case(with_table('augment'), dict(AUGMENT), 'augment'),
                         Case(lambda: t.TrainConfig(**SETTINGS).to_toml(), {}, 'to_toml')],
         'load_datasets': [Case(t.load_datasets, dict(config=config))],
-        'world': [Case(t.world, {})],
-        'select_device': [Case(t.select_device, dict(device='cpu'), choices=('device',))],
-        'cpu_threads': [Case(threads, dict(n=1))],
         'lr_factor': [Case(t.lr_factor, dict(step=3, total=10, warmup=2, schedule='cosine'), choices=('schedule',))],
         'LARS': [Case(lars_step, dict(lr=0.1, momentum=0.9, weight_decay=1e-4, trust=1e-3, clip=True,
                                      exclude_bias_norm=False))],
-        'save_checkpoint': [Case(t.save_checkpoint, dict(state={'model': {}, 'step': 1}, path=str(_tmp() / 'c.pt')),
-                                 os_errors=True)],
-        'load_checkpoint': [Case(t.load_checkpoint, dict(path=checkpoint), os_errors=True,
-                                 aliases={'path': ('checkpoint',)})],
-        'latest_checkpoint': [Case(t.latest_checkpoint, dict(run_dir=str(run)), os_errors=True)],
-        'load_latest_checkpoint': [Case(t.load_latest_checkpoint, dict(run_dir=str(run), purpose='evaluate'),
-                                        os_errors=True, choices=('purpose',))],
-        'check_run_dir': [Case(t.check_run_dir, dict(run_dir=str(run), new=False), os_errors=True)],
         'Processes': [Case(lambda parameters, world_size: t.Processes(parameters, world_size).world_size,
                            dict(parameters=[torch.nn.Parameter(torch.ones(2))], world_size=2))],
         'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp()), datasets=t.load_datasets(config),

@@ -17,7 +17,8 @@ import torch
 from conftest import ROOT
 from contrastive_nb.cli import build_parser, main, option_help, read_config_file
 from contrastive_nb.methods import method_names, method_spec
-from contrastive_nb.training import TRAIN_POLICY, TrainConfig, latest_checkpoint
+from contrastive_nb.runs import latest_checkpoint
+from contrastive_nb.training import TRAIN_POLICY, TrainConfig
 
 TINY = ['--n-train', '60', '--n-test', '16', '--augment.size', '16', '--width', '4', '--blocks', '2',
         '--head-hidden', '16', '--embed-dim', '8', '--batch-size', '8', '--epochs', '2', '--threads', '1',

@@ -18,7 +18,7 @@ import torch
 from test_cli import TINY, cli, env, final_weights
 from test_distributed_training import children
 from contrastive_nb.launch import free_port
-from contrastive_nb.training import latest_checkpoint
+from contrastive_nb.runs import latest_checkpoint
 
 @pytest.mark.slow
 def test_sigint_prints_where_it_stopped_and_the_command_that_goes_on(tmp_path):

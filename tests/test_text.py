@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from contrastive_nb import text as T
 from contrastive_nb.data import load_tickets
 from contrastive_nb.infonce import info_nce
-from contrastive_nb.training import CheckpointError
+from contrastive_nb.runs import CheckpointError
 
 
 @pytest.fixture(scope='module')

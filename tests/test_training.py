@@ -29,10 +29,10 @@ from contrastive_nb.loop import Callback, Loop
 from contrastive_nb.methods import (
     BUILTIN_METHODS, METHODS, Batch, ContrastiveMethod, MethodOptions, TwoViewMethod, method_names, method_spec,
     register_method)
-from contrastive_nb.training import (
-    CHECKPOINT_FORMAT, DATASETS, LARS, CheckpointError, TrainConfig, Trainer, cpu_threads, latest_checkpoint,
-    load_checkpoint, load_datasets, lr_factor, resume, save_checkpoint, select_device, train)
-from contrastive_nb.training import _write_text
+from contrastive_nb.launch import cpu_threads, select_device
+from contrastive_nb.runs import (CHECKPOINT_FORMAT, CheckpointError, latest_checkpoint, load_checkpoint,
+                                 load_latest_checkpoint, save_checkpoint, write_text)
+from contrastive_nb.training import DATASETS, LARS, TrainConfig, Trainer, load_datasets, lr_factor, resume, train
 
 @pytest.fixture(autouse=True)
 def one_thread():
@@ -423,7 +423,8 @@ def test_training_imports_no_lesson_module():
             ours |= {a.name.partition('.')[2] for a in node.names if a.name.startswith('contrastive_nb.')}
         elif isinstance(node, ast.Call) and getattr(node.func, 'attr', None) == 'import_module':
             ours.add('<import_module>')
-    assert ours <= {'_checks', 'augment', 'data', 'evaluate', 'loop', 'methods', 'models'}, sorted(ours)
+    assert ours <= {'_checks', 'augment', 'compat', 'data', 'evaluate', 'launch', 'loop', 'methods', 'models',
+                    'runs'}, sorted(ours)
     assert {'augment', 'loop', 'methods'} <= ours  # the parse found the imports
 
 # --- config -----------------------------------------------------------------------------------------------------------
@@ -652,7 +653,7 @@ def test_a_checkpoint_of_another_format_is_refused_naming_the_format(tmp_path):
     state = load_checkpoint(newest)
     del state['format']  # the flat settings of format 1 had no 'format' key
     save_checkpoint(state, newest)
-    for read in (resume, lambda run: training.load_latest_checkpoint(run, 'evaluate')):
+    for read in (resume, lambda run: load_latest_checkpoint(run, 'evaluate')):
         with pytest.raises(CheckpointError, match=rf'{newest.name} is a checkpoint of format 1; this trainer reads '
                                                    rf'format {CHECKPOINT_FORMAT}'):
             read(tmp_path)
@@ -786,7 +787,7 @@ def test_the_settings_are_written_with_the_first_checkpoint_atomically(tmp_path,
         with open(self, 'w') as f: f.write(text[:10])
         raise OSError('disk full')
     monkeypatch.setattr(Path, 'write_text', half_then_fail)
-    with pytest.raises(OSError): _write_text(tmp_path / 'config.json', '{"lr": 1}')
+    with pytest.raises(OSError): write_text(tmp_path / 'config.json', '{"lr": 1}')
     monkeypatch.undo()
     assert json.loads((tmp_path / 'config.json').read_text())['lr'] == 0.01
     assert not list(tmp_path.glob('.*.tmp'))

@@ -7,7 +7,8 @@ import shutil
 import pytest
 import torch
 
-from contrastive_nb.training import TrainConfig, Trainer, cpu_threads
+from contrastive_nb.launch import cpu_threads
+from contrastive_nb.training import TrainConfig, Trainer
 
 pytestmark = pytest.mark.skipif(shutil.which('cc') is None and shutil.which('gcc') is None,
                                 reason="torch.compile on the CPU needs a C compiler")

@@ -11,7 +11,8 @@ import torch
 
 from conftest import ROOT
 from test_cli import cli, env, train_until_killed
-from contrastive_nb.training import TrainConfig, Trainer, latest_checkpoint
+from contrastive_nb.runs import latest_checkpoint
+from contrastive_nb.training import TrainConfig, Trainer
 
 EXAMPLE = ROOT / 'examples' / 'align_uniform.py'  # the README's example
 METHOD = EXAMPLE.read_text()

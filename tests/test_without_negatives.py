@@ -7,8 +7,8 @@ from torch import nn
 
 from test_cli import TINY, cli, final_weights, train_until_killed
 from contrastive_nb.launch import launch
-from contrastive_nb.training import (TrainConfig, Trainer, latest_checkpoint, load_latest_checkpoint,
-                                     resume, train)
+from contrastive_nb.runs import latest_checkpoint, load_latest_checkpoint
+from contrastive_nb.training import TrainConfig, Trainer, resume, train
 from contrastive_nb.without_negatives import (BarlowTwins, VICReg, barlow_twins_loss, byol_momentum,
                                               vicreg_loss)
 
