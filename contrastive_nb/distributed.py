@@ -8,6 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/distributed.html.md"""
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 
@@ -18,13 +19,14 @@ from torch import Tensor, nn
 
 from ._checks import (check_bool, check_choice, check_int, check_number,
                                     check_positive_int, check_tensor, check_seed, check_temperature)
-from .augment import AugmentationPolicy, augment_batch
+from .augment import AugmentationPolicy
 from .launch import peak_mib, reset_peak
 from .infonce import nt_xent_inputs, row_logsumexp, floor_at_zero, nt_xent
+from .loop import Callback, History, ImageBatches, Loop, StopFit
 from .models import ProjectionHead, SmallCNN
 from .moco import MoCoQueue
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
-from .training import world
+from .training import Processes, world
 
 # %% auto #0
 __all__ = ['GATHERS', 'ANCHORS', 'all_gather_rows', 'all_gather_with_grad', 'global_nt_xent', 'ddp_gradient_check',
@@ -315,6 +317,13 @@ class GlobalSimCLR(TwoViewMethod):
 register_method('simclr_global', GlobalSimCLR)
 
 # %% ../nbs/10_distributed.ipynb #4ad93d8d
+class _StopAt(Callback):
+    "End the fit after `steps` steps, wherever the last one falls in an epoch."
+    order = 100  # after the callbacks that record the step
+    def __init__(self, steps: int): self.steps = steps
+    def after_step(self, loop: Loop) -> None:
+        if loop.step == self.steps: raise StopFit
+
 def train_simclr_ddp(
     images: Tensor, # (M, C, H, W) training images in [0, 1], the same in every process
     policy: AugmentationPolicy, # the augmentation of both views
@@ -327,7 +336,7 @@ def train_simclr_ddp(
     width: int = 16, # `SmallCNN` width
     blocks: int = 3, # `SmallCNN` stages
 ) -> dict: # 'encoder': the encoder's state_dict; 'losses': the mean loss over processes, per step
-    "SimCLR with `global_nt_xent` under DDP, GroupNorm everywhere: processes couple via the loss."
+    "SimCLR with `global_nt_xent` across processes, GroupNorm everywhere: they couple via the loss."
     check_tensor(images, 'images', ndim=4, dtype='float', nonempty=True, finite=True)
     if not isinstance(policy, AugmentationPolicy):
         raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
@@ -341,27 +350,18 @@ def train_simclr_ddp(
     torch.manual_seed(check_seed(seed))
     images = images.float()
     encoder = SmallCNN(images.shape[1], width, blocks, norm='group')
-    model = nn.Sequential(encoder, ProjectionHead(encoder.feature_dim, 128, 64, norm='group'))
-    ddp = nn.parallel.DistributedDataParallel(model) if world_size > 1 else model
-    # DDP is the encoder the method calls (its head: already inside), so DDP averages the gradients
-    method = GlobalSimCLR(ddp, nn.Identity(), GlobalSimCLROptions(temperature, gather=gather))
-    optimiser = torch.optim.Adam(method.parameters_to_train(), lr=lr, weight_decay=1e-6)
-    order = torch.Generator().manual_seed(seed)                # the same in every process
-    views = torch.Generator().manual_seed(1000 * seed + rank)  # a different one per process
-    losses, per_epoch = [], len(images) // (world_size * batch_size)
-    for step in range(steps):
-        if step % per_epoch == 0: perm = torch.randperm(len(images), generator=order)
-        start = (step % per_epoch) * world_size * batch_size + rank * batch_size
-        rows = perm[start:start + batch_size]
-        pair = [augment_batch(images[rows], policy, views) for _ in range(2)]
-        optimiser.zero_grad()
-        loss = method.loss_backward(Batch(pair, rows, torch.zeros_like(rows), views))
-        optimiser.step()
-        method.after_step()
-        total = loss.clone()
-        if world_size > 1: dist.all_reduce(total)
-        losses.append(total.item() / world_size)
-    return {'encoder': encoder.state_dict(), 'losses': losses}
+    head = ProjectionHead(encoder.feature_dim, 128, 64, norm='group')
+    method = GlobalSimCLR(encoder, head, GlobalSimCLROptions(temperature, gather=gather))
+    trained = method.parameters_to_train()
+    optimiser = torch.optim.Adam(trained, lr=lr, weight_decay=1e-6)
+    data = ImageBatches(images, policy, world_size * batch_size, rank=rank, world_size=world_size,
+                        generator=torch.Generator().manual_seed(seed),  # the same in every process
+                        view_generator=torch.Generator().manual_seed(1000 * seed + rank))  # its own
+    history = History()  # its loss: the mean over processes, which `Processes` leaves in the loop
+    callbacks = [history, _StopAt(steps)]
+    if world_size > 1: callbacks.append(Processes(trained, world_size))  # as DDP: mean gradients
+    Loop(method, optimiser, data, math.ceil(steps / data.steps_per_epoch), callbacks).fit()
+    return {'encoder': encoder.state_dict(), 'losses': history.frame().loss.tolist()}
 
 # %% ../nbs/10_distributed.ipynb #ef85ab96
 def grad_cache_benchmark(

@@ -21,7 +21,6 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm import tqdm
 
 from ._checks import (check_bool, check_choice, check_int, check_number,
                                     check_positive_int, check_seed, check_path)
@@ -31,11 +30,12 @@ from .data import check_tickets
 from .debiased import supcon_loss
 from .evaluate import first_relevant_rank, ranking_metrics
 from .hard_negatives import top_k_negatives
-from .infonce import reduce_loss, unit_rows, floor_at_zero, loss_value, REDUCTIONS
+from .infonce import reduce_loss, unit_rows, floor_at_zero, REDUCTIONS
+from .loop import History, Loop, Progress
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
 from .pairs import TICKET_SYNONYMS, check_synonyms, delete_words
 from .pairs import replace_synonyms
-from .training import CheckpointError, save_checkpoint
+from .runs import CheckpointError, save_checkpoint
 
 # %% auto #0
 __all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'FUSION_NORMALISATIONS', 'tokenize', 'hashed_ngrams',
@@ -564,6 +564,35 @@ def _hardest_negatives(method: TextPairs) -> Tensor: # (N, 5) rows, the hardest 
         method.train()
     return mine_hard_negatives(pool, method.labels, k=min(5, n - 1))
 
+class _TextBatches:
+    "The loop's data: anchors in a new order each epoch, with a positive (and a mined negative)."
+    def __init__(self,
+                 method: TextPairs, # its labels; its encoder mines the negatives
+                 batch_size: int, # anchors per step; the ragged last batch of an epoch is dropped
+                 hard: bool, # add one of each anchor's five hardest negatives, mined each epoch
+                 seed: int, # numpy's generator: the order, then the positives and negatives
+                ):
+        self.method, self.batch_size, self.hard = method, batch_size, hard
+        labels = method.labels
+        self.members = pd.Series(np.arange(len(labels))).groupby(labels.numpy()).apply(np.array)
+        self.rng, self.generator = np.random.default_rng(seed), torch.Generator().manual_seed(seed)
+        self.steps_per_epoch = len(labels) // batch_size
+        self.order = self.candidates = None
+
+    def batch(self, step: int) -> Batch: # views: rows of anchors, positives (and negatives)
+        "The batch of a step; at an epoch's first, the negatives are mined, then the order drawn."
+        pos, labels, rng = step % self.steps_per_epoch, self.method.labels, self.rng
+        if pos == 0 or self.order is None:
+            if self.hard: self.candidates = _hardest_negatives(self.method)
+            self.order = rng.permutation(len(labels))
+        rows = self.order[pos * self.batch_size:(pos + 1) * self.batch_size]
+        partners = [rng.choice(self.members[labels[i].item()]) for i in rows]
+        views = [torch.as_tensor(rows), torch.as_tensor(np.array(partners))]
+        if self.hard:
+            pick = rng.integers(0, self.candidates.shape[1], len(rows))
+            views.append(self.candidates[rows, pick])
+        return Batch(views, views[0], labels[views[0]], self.generator)
+
 # %% ../nbs/11_text_retrieval.ipynb #332e21dc
 def train_text_encoder(
     texts: list[str], # training texts
@@ -604,30 +633,13 @@ def train_text_encoder(
             encoder = TextEncoder()
     method = TextPairs(encoder, texts, labels, options)  # a wrong encoder's type raises here
     # numpy's generator draws the positives and negatives; the method itself draws nothing
-    rng, generator = np.random.default_rng(seed), torch.Generator().manual_seed(seed)
-    members = pd.Series(np.arange(len(texts))).groupby(labels.numpy()).apply(np.array)
+    data = _TextBatches(method, batch_size, hard, seed)
     sparse_opt = torch.optim.SparseAdam(list(encoder.bag.parameters()), lr=lr)
     dense_opt = torch.optim.Adam(encoder.mlp.parameters(), lr=lr)
-    losses, steps = [], epochs * (len(texts) // batch_size)
-    method.train()
-    with tqdm(total=steps, disable=not progress, desc=f'train ({loss})') as bar:
-        for _ in range(epochs):
-            if hard: candidates = _hardest_negatives(method)  # mined once per epoch
-            order = rng.permutation(len(texts))
-            for start in range(0, len(texts) - batch_size + 1, batch_size):
-                rows = order[start:start + batch_size]
-                partners = [rng.choice(members[labels[i].item()]) for i in rows]
-                views = [torch.as_tensor(rows), torch.as_tensor(np.array(partners))]
-                if hard: views.append(candidates[rows, rng.integers(0, candidates.shape[1],
-                                                                    len(rows))])
-                sparse_opt.zero_grad()
-                dense_opt.zero_grad()
-                batch = Batch(views, views[0], labels[views[0]], generator)
-                losses.append(loss_value(method.loss_backward(batch), len(losses)))
-                sparse_opt.step()
-                dense_opt.step()
-                bar.update()
-    return encoder.eval(), losses
+    history = History()
+    Loop(method, [sparse_opt, dense_opt], data, epochs,
+         [history, Progress(f'train ({loss})', show=progress)]).fit()
+    return encoder.eval(), history.frame().loss.tolist()
 
 # %% ../nbs/11_text_retrieval.ipynb #976b2e7a
 def _score_matrix(scores, name: str) -> Tensor:
