@@ -12,12 +12,14 @@ import copy
 import csv
 import dataclasses
 import hashlib
+import importlib.resources
 import io
 import json
 import math
 import os
 import random
 import time
+import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -37,8 +39,8 @@ from .evaluate import embed, knn_accuracy
 from .launch import DEVICES, cpu_threads, select_device, world
 from .loop import (Callback, History, ImageBatches, Loop, Progress,
                                  SkipValueChecks)
-from .methods import (ContrastiveMethod, MethodOptions, MethodSetup, method_spec,
-                                    settings_from_dict)
+from .methods import (BUILTIN_METHODS, ContrastiveMethod, MethodOptions, MethodSetup,
+                                    method_spec, settings_from_dict)
 from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
 from .runs import (CHECKPOINT_FORMAT, RUNTIME_SETTINGS, CheckpointError,
                                  check_run_dir, check_same_run, latest_checkpoint,
@@ -49,9 +51,9 @@ from .runs import (CHECKPOINT_FORMAT, RUNTIME_SETTINGS, CheckpointError,
 def __getattr__(name: str): return moved('training', name)  # names that moved: compat page
 
 # %% auto #0
-__all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'LARS_SETTINGS', 'TRAIN_POLICY', 'RECIPES',
-           'register_dataset', 'load_datasets', 'TrainConfig', 'lr_factor', 'LARS', 'Processes', 'format_seconds',
-           'Trainer', 'train', 'resume', 'recipe']
+__all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'LARS_SETTINGS', 'TRAIN_POLICY', 'RECIPE_FOLDER',
+           'RECIPES', 'register_dataset', 'load_datasets', 'TrainConfig', 'lr_factor', 'LARS', 'Processes',
+           'format_seconds', 'Trainer', 'train', 'resume', 'read_recipes', 'recipe']
 
 # %% ../nbs/09_training.ipynb #d7c50af5
 DATASETS: dict[str, Callable] = {}  # name -> loader(config) -> (train, test) ImageDatasets
@@ -994,43 +996,38 @@ def resume(
     return trainer
 
 # %% ../nbs/09_training.ipynb #44b2a92a
-_CIFAR_POLICY = dict(scale=(0.08, 1.0), jitter_strength=0.5, grayscale_p=0.2, blur_p=0.0)
-_SOLO_POLICY = dict(scale=(0.08, 1.0), jitter_strength=1.0, grayscale_p=0.2, blur_p=0.5)
-# at 24 px a narrower network with larger batches: the five-minute recipe of benchmarks/NOTES.md
-_SMALL_FAST = dict(augment=dict(size=24), width=16, batch_size=128, lr=3e-3, schedule='cosine',
-                   warmup_epochs=2)
-# centred grey objects at 28 px: crops >= 20 %, flips, brightness and contrast only
-_FASHION_POLICY = dict(size=28, scale=(0.2, 1.0), jitter_strength=0.5, grayscale_p=0.0, blur_p=0.0)
-_RESNET_GPU = dict(encoder='resnet18', n_train=0, n_test=0, channels_last=True, knn_every=10)
-RECIPES = {  # dataset -> recipe name -> settings that differ from TrainConfig's defaults
-    'shapes': {
-        'default': {},  # TrainConfig's: SimCLR, a small CNN of width 32, 10 epochs at 32 px
-        'fast': dict(_SMALL_FAST, epochs=12, warmup_epochs=1),
-        'best': dict(_SMALL_FAST, n_train=5000, n_test=1000, epochs=70, knn_every=10),
-    },
-    'fashion_mnist': {  # all 54 000 training images, 3 epochs: a few minutes of two cores
-        'default': dict(_SMALL_FAST, augment=_FASHION_POLICY, n_train=0, n_test=0, epochs=3,
-                        warmup_epochs=1),
-    },
-    'cifar10': {
-        'solo-learn-simclr': dict(_RESNET_GPU, augment=_SOLO_POLICY, method='simclr',
-            options=dict(temperature=0.2), head_hidden=2048, embed_dim=256, batch_size=256,
-            epochs=1000, optimizer='lars', lr=0.4, weight_decay=1e-4, lars_trust=0.02,
-            lars_clip=True, schedule='cosine', warmup_epochs=10, precision='float16'),
-        'lightly-moco': dict(_RESNET_GPU, augment=_CIFAR_POLICY, method='moco',
-            options=dict(temperature=0.1, queue_size=4096, momentum=0.99, symmetric=True,
-                         bn_splits=8),
-            head_hidden=512, batch_size=512, epochs=200, optimizer='sgd', lr=0.24,
-            weight_decay=5e-4, schedule='cosine', precision='bfloat16'),
-    },
-    'stl10': {
-        'simclr': dict(_RESNET_GPU, augment=dict(size=64, scale=(0.08, 1.0),
-            jitter_strength=0.5, grayscale_p=0.2), method='simclr',
-            options=dict(temperature=0.2), batch_size=256, epochs=200, optimizer='lars',
-            lr=0.4, weight_decay=1e-4, schedule='cosine', warmup_epochs=10,
-            precision='bfloat16'),
-    },
-}
+RECIPE_FOLDER = importlib.resources.files('contrastive_nb') / 'recipes'  # shipped with the package
+
+def _recipe_files(folder: Path) -> list[tuple[str, str | None, Path]]:
+    "(dataset, method or None, file): each dataset's own file, then its methods' in lesson order."
+    order, found = list(BUILTIN_METHODS), []
+    for dataset in DATASETS:
+        if (folder / f'{dataset}.toml').is_file():
+            found.append((dataset, None, folder / f'{dataset}.toml'))
+        files = (folder / dataset).glob('*.toml') if (folder / dataset).is_dir() else []
+        rank = lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem)
+        found += [(dataset, p.stem, p) for p in sorted(files, key=rank)]
+    return found
+
+def read_recipes(
+    folder: str | Path = RECIPE_FOLDER, # <dataset>.toml (any method), <dataset>/<method>.toml
+) -> dict[str, dict[str, dict]]: # dataset -> recipe name -> settings
+    "Every recipe in `folder`: each file a table of named recipes; a method's file sets its method."
+    table, folder = {}, check_path(folder, 'folder')
+    for dataset, method, path in _recipe_files(folder):
+        try: recipes = tomllib.loads(path.read_text())
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ValueError(f"{path} is not a TOML file of recipes ({e})") from None
+        for name, settings in recipes.items():
+            if method is not None and settings.setdefault('method', method) != method:
+                raise ValueError(f"{path}: recipe {name!r} sets method {settings['method']!r}, "
+                                 f"but the file holds {method!r}'s recipes")
+            if name in table.setdefault(dataset, {}):
+                raise ValueError(f"{path}: {dataset} already has a recipe {name!r} in another file")
+            table[dataset][name] = settings
+    return table
+
+RECIPES = read_recipes()  # dataset -> recipe name -> settings that differ from TrainConfig's
 
 def recipe(
     name: str, # a recipe of the dataset: a key of RECIPES[dataset]

@@ -7,7 +7,7 @@ import torch
 from test_bad_input import Case, _mod
 
 CONSTANTS = {'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'TRAIN_POLICY', 'LARS_SETTINGS',
-             'RECIPES'}
+             'RECIPES', 'RECIPE_FOLDER'}
 
 AUGMENT = dict(size=8, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), flip_p=0.5, jitter_strength=0.5, jitter_p=0.8,
                grayscale_p=0.2, blur_p=0.5, blur_sigma=(0.1, 2.0))
@@ -78,6 +78,8 @@ def cases():
         'train': [Case(t.train, dict(config=config))],
         'resume': [Case(extended, dict(run_dir=str(run), epochs=2), os_errors=True),
                    Case(lambda log: t.resume(_copy(run), 2, log), dict(log=print), 'log')],
+        'read_recipes': [Case(lambda folder: list(t.read_recipes(folder)), dict(folder=str(t.RECIPE_FOLDER)),
+                              os_errors=True)],
         'recipe': [Case(t.recipe, dict(name='fast', dataset='shapes'), choices=('dataset', 'name'))],
         'format_seconds': [Case(t.format_seconds, dict(seconds=187.0))],
     }
