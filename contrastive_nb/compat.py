@@ -19,6 +19,9 @@ MOVED = {  # module -> old name -> (module it lives in now, its name there)
         'save_checkpoint': ('runs', 'save_checkpoint'),
         'load_checkpoint': ('runs', 'load_checkpoint'),
     },
+    'memory_bank': {  # the builder: the class now takes (encoder, head, options, setup) itself
+        'build_memory_bank_method': ('memory_bank', 'MemoryBankMethod'),
+    },
 }
 
 def moved(

@@ -15,18 +15,21 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import (check_choice, check_generator, check_indices, check_int,
-                                    check_positive_int, check_probability,
+                                    check_module, check_positive_int, check_probability,
                                     check_temperature, check_tensor, check_seed, check_bool)
+from .compat import moved
 from .evaluate import embed
 from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
-                                    register_method)
+                                    check_options, register_method)
 from .augment import AugmentationPolicy
 from .similarity import l2_normalize
 
+def __getattr__(name: str): return moved('memory_bank', name)  # renamed: compat page
+
 # %% auto #0
 __all__ = ['momentum_blend', 'merge_duplicates', 'negative_indices', 'shared_negative_indices', 'MemoryBank', 'MemoryBankOptions',
-           'MemoryBankMethod', 'build_memory_bank_method', 'train_memory_bank', 'bank_staleness']
+           'MemoryBankMethod', 'train_memory_bank', 'bank_staleness']
 
 # %% ../nbs/05_memory_bank.ipynb #4f4bc1d1
 def momentum_blend(
@@ -222,10 +225,17 @@ class MemoryBankMethod(ContrastiveMethod):
     "Instance discrimination against a memory bank: one view, its row and k others from the bank."
     Options, n_views, per_process_state = MemoryBankOptions, 1, 'a memory bank'
 
-    def __init__(self, encoder: nn.Module, head: nn.Module, bank: MemoryBank,
-                 options: MemoryBankOptions):
+    def __init__(self,
+                 encoder: nn.Module, # (B, 3, H, W) -> (B, F) features
+                 head: nn.Module, # (B, F) -> (B, D) embeddings, the bank's rows
+                 options: MemoryBankOptions | None = None, # its settings (None: the defaults)
+                 setup: MethodSetup | None = None, # the run: n_train rows, batch, width D, seed
+                 bank: MemoryBank | None = None, # a bank of one's own; None: a fresh one from setup
+                ):
         super().__init__()
-        self.encoder, self.head, self.bank, self.options = encoder, head, bank, options
+        self.encoder, self.head = check_module(encoder, 'encoder'), check_module(head, 'head')
+        self.options = check_options(self.Options() if options is None else options, self.Options)
+        self.bank, self.setup = _bank_of(bank, setup, self.options), setup
         self._pending = None  # this step's rows and embeddings, written after the step
 
     def loss(self, batch: Batch) -> Tensor:
@@ -244,21 +254,23 @@ class MemoryBankMethod(ContrastiveMethod):
         self._pending = None
 
 # %% ../nbs/05_memory_bank.ipynb #f90fa629
-def build_memory_bank_method(
-    encoder: nn.Module, # (B, 3, H, W) -> (B, F) features
-    head: nn.Module, # (B, F) -> (B, D) embeddings, the bank's rows
-    options: MemoryBankOptions, # the method's settings
-    setup: MethodSetup, # the run: n_train rows, the batch size, the width D, the seed
-) -> MemoryBankMethod: # with a fresh bank of seeded unit rows
-    "A memory-bank method for a run: one row per training image, negatives drawn outside the batch."
+def _bank_of(bank: MemoryBank | None, setup: MethodSetup | None,
+             options: MemoryBankOptions) -> MemoryBank:
+    "The method's bank: the one given, else one seeded unit row per training image of the run."
+    if bank is not None:
+        if not isinstance(bank, MemoryBank):
+            raise TypeError(f"bank must be a MemoryBank or None, got {type(bank).__name__}")
+        return bank
+    if not isinstance(setup, MethodSetup):
+        raise TypeError("setup must be a MethodSetup (the run's n_train, batch_size, embed_dim and "
+                        f"seed) when no bank is given, got {type(setup).__name__}")
     room = setup.n_train - setup.batch_size
     if options.k > room:
         raise ValueError(f"k ({options.k}) must be at most n_train − batch_size = {room}: "
                          "negatives are drawn outside the batch")
-    bank = MemoryBank(setup.n_train, setup.embed_dim, options.momentum, seed=setup.seed)
-    return MemoryBankMethod(encoder, head, bank, options)
+    return MemoryBank(setup.n_train, setup.embed_dim, options.momentum, seed=setup.seed)
 
-register_method('memory_bank', build_memory_bank_method, MemoryBankOptions)
+register_method('memory_bank', MemoryBankMethod)
 
 # %% ../nbs/05_memory_bank.ipynb #a07c2cae
 def train_memory_bank(
@@ -290,8 +302,9 @@ def train_memory_bank(
                          f"{images.device}; move it with bank.to(images.device)")
     if not isinstance(policy, AugmentationPolicy):
         raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
-    method = MemoryBankMethod(encoder, head, bank, MemoryBankOptions(
-        temperature=temperature, k=k, momentum=bank.momentum, negatives=negatives))
+    options = MemoryBankOptions(temperature=temperature, k=k, momentum=bank.momentum,
+                                negatives=negatives)
+    method = MemoryBankMethod(encoder, head, options, bank=bank)
     return train_method(method, images, policy, epochs=epochs, batch_size=batch_size, lr=lr,
                         weight_decay=weight_decay, seed=seed, progress=progress,
                         desc=f'memory bank, K={k}, m={bank.momentum}', callback=callback)

@@ -242,7 +242,7 @@ METHODS: dict[str, MethodSpec] = {}
 # the course's methods, in the lesson that teaches each: name -> (module, builder's name)
 BUILTIN_METHODS = {
     'simclr': ('contrastive_nb.infonce', 'SimCLR'),
-    'memory_bank': ('contrastive_nb.memory_bank', 'build_memory_bank_method'),
+    'memory_bank': ('contrastive_nb.memory_bank', 'MemoryBankMethod'),
     'moco': ('contrastive_nb.moco', 'build_moco'),
     'hard_negative': ('contrastive_nb.hard_negatives', 'HardNegativeSimCLR'),
     'debiased': ('contrastive_nb.debiased', 'DebiasedSimCLR'),

@@ -293,8 +293,7 @@ def _memory_bank():
         return _mod('methods').MethodSetup(n_train=n_train, batch_size=batch_size, embed_dim=embed_dim)
 
     def method(negatives='shared'):
-        return m.build_memory_bank_method(*_encoder_head(), m.MemoryBankOptions(k=3, negatives=negatives),
-                                          setup(8, 4, 4))
+        return m.MemoryBankMethod(*_encoder_head(), m.MemoryBankOptions(k=3, negatives=negatives), setup(8, 4, 4))
 
     def after_step(method, view):
         _method_loss(method, [view]).backward()
@@ -336,11 +335,11 @@ def _memory_bank():
                                   dict(view=images(), indices=torch.tensor([0, 7, 2, 5]), negatives='per-query'),
                                   'loss', indices=('indices',), choices=('negatives',), aliases=_BANK_ALIASES),
                              Case(lambda view: after_step(method(), view), dict(view=images()), 'after_step',
-                                  aliases=_BANK_ALIASES)],
-        'build_memory_bank_method': [Case(lambda n_train, batch_size, embed_dim, k:
-                                          m.build_memory_bank_method(*_encoder_head(), m.MemoryBankOptions(k=k),
-                                                                     setup(n_train, batch_size, embed_dim)),
-                                          dict(n_train=8, batch_size=4, embed_dim=4, k=3))],
+                                  aliases=_BANK_ALIASES),
+                             Case(lambda n_train, batch_size, embed_dim, k:
+                                  m.MemoryBankMethod(*_encoder_head(), m.MemoryBankOptions(k=k),
+                                                     setup(n_train, batch_size, embed_dim)).bank.memory,
+                                  dict(n_train=8, batch_size=4, embed_dim=4, k=3), 'a bank from setup')],
     }
 
 def _moco():
