@@ -59,7 +59,8 @@ def time_epochs(variants: dict, reps: int) -> dict[str, float]:
     return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
 
 # The private steps of augment_batch (present and past names), timed where they are called.
-STAGES = {'check_image_batch': 'checks', '_image_batch': 'checks', 'sample_crop_boxes': 'crop boxes', '_resized_crop': 'crop + flip',
+STAGES = {'check_image_batch': 'checks', '_image_batch': 'checks', 'sample_crop_boxes': 'crop boxes',
+          '_resized_crop': 'crop + flip',
           '_adjust_colour': 'colour jitter', '_rgb_to_hsv': 'to HSV', '_hsv_to_rgb': 'from HSV',
           '_shift_hue': 'hue shift', '_grayscale': 'grayscale', '_luma': 'grayscale', '_gaussian_blur': 'blur'}
 

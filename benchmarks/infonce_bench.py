@@ -55,7 +55,8 @@ def third_party():
     return found
 
 def time_variants(variants: dict, n: int, d: int, reps: int) -> dict[str, float | str]:
-    "Median seconds of forward + backward for each variant, repetitions interleaved; the error message of one that fails."
+    """Median seconds of forward + backward for each variant, repetitions interleaved; the error message of one that
+    fails."""
     g = torch.Generator().manual_seed(0)
     z1, z2 = torch.randn(n, d, generator=g), torch.randn(n, d, generator=g)
     times, failed = {name: [] for name in variants}, {}
@@ -111,9 +112,11 @@ def main():
     base = t['floor (matmul fwd+bwd)']
     print(f"\nspeed at 2N = {speed_n2}, D = {d} (median of {reps}):")
     for name, s in t.items():
-        print(f"  {name:36s} failed: {s}" if isinstance(s, str) else f"  {name:36s} {s * 1e3:8.1f} ms   {s / base:5.2f} x floor")
+        print(f"  {name:36s} failed: {s}" if isinstance(s, str)
+              else f"  {name:36s} {s * 1e3:8.1f} ms   {s / base:5.2f} x floor")
 
-    t2 = time_variants({'dense': with_backward(nt_xent), 'chunked': with_backward(lambda a, b: nt_xent(a, b, chunk_size=1024))},
+    t2 = time_variants({'dense': with_backward(nt_xent),
+                        'chunked': with_backward(lambda a, b: nt_xent(a, b, chunk_size=1024))},
                        compare_n2 // 2, d, max(2, reps // 2))
     print(f"\nchunked (1024 rows) vs dense at 2N = {compare_n2}: {t2['chunked'] / t2['dense']:.2f} x")
 

@@ -1,5 +1,5 @@
-"""Compare every `mean ± se` printed by the lessons between a git revision and a checkout (default: this one), cell by cell:
-z = |new - old| / sqrt(se_old² + se_new²). Prints the pairs with z > 2 (moved) and a count of the others."""
+"""Compare every `mean ± se` printed by the lessons between a git revision and a checkout (default: this one), cell by
+cell: z = |new - old| / sqrt(se_old² + se_new²). Prints the pairs with z > 2 (moved) and a count of the others."""
 import json, subprocess, sys, re, glob, os
 REV = sys.argv[1]
 root = sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -13,7 +13,8 @@ def texts(cell):
 total = moved = 0
 for path in sorted(glob.glob(f'{root}/nbs/*.ipynb')):
     rel = os.path.relpath(path, root)
-    try: old = json.loads(subprocess.run(['git', '-C', root, 'show', f'{REV}:{rel}'], capture_output=True, text=True, check=True).stdout)
+    try: old = json.loads(subprocess.run(['git', '-C', root, 'show', f'{REV}:{rel}'], capture_output=True, text=True,
+                                         check=True).stdout)
     except subprocess.CalledProcessError: continue
     new = json.load(open(path)); oc = {c['id']: c for c in old['cells'] if c['cell_type'] == 'code'}
     for c in new['cells']:

@@ -72,13 +72,15 @@ def cases():
                        mochi(num_hard=num_hard, n_mixes=n_mixes, n_query_mixes=n_query_mixes, query_max=query_max,
                              queue_size=queue_size),
                        dict(num_hard=3, n_mixes=2, n_query_mixes=2, query_max=0.5, queue_size=8)),
-                  Case(lambda view1, view2: mochi()(view1, view2, gen()), dict(view1=images(4), view2=images(4, seed=1)),
+                  Case(lambda view1, view2: mochi()(view1, view2, gen()),
+                       dict(view1=images(4), view2=images(4, seed=1)),
                        'forward', aliases={'view1': ('views',), 'view2': ('views',)})],
         'CrossBatchMemory': [Case(lambda memory_size, temperature, hard_weight, num_hard, seed:
                                   xbm(memory_size=memory_size, temperature=temperature, hard_weight=hard_weight,
                                       num_hard=num_hard, seed=seed),
                                   dict(memory_size=8, temperature=0.5, hard_weight=0.5, num_hard=3, seed=0)),
-                             Case(lambda view1, view2: xbm()(view1, view2), dict(view1=images(4), view2=images(4, seed=1)),
+                             Case(lambda view1, view2: xbm()(view1, view2),
+                                  dict(view1=images(4), view2=images(4, seed=1)),
                                   'forward', aliases={'view1': ('views',), 'view2': ('views',)})],
         'HardNegativeOptions': [Case(h.HardNegativeOptions, dict(temperature=0.5, weight=0.5, num_hard=3))],
         'HardNegativeSimCLR': [Case(lambda encoder, temperature, weight, num_hard:

@@ -100,8 +100,9 @@ def cases():
                                             normalisation='zscore'), choices=('normalisation',)),
                                   # float64's extremes: scores near ±1e308 (their span overflows) and subnormal ones
                                   Case(t.weighted_score_fusion,
-                                       dict(dense=feats(3, 5).double().sign() * 1.7e308, lexical=feats(3, 5, seed=1).double()
-                                            * 1e-310, weight=0.3, normalisation='minmax'),
+                                       dict(dense=feats(3, 5).double().sign() * 1.7e308,
+                                            lexical=feats(3, 5, seed=1).double() * 1e-310, weight=0.3,
+                                            normalisation='minmax'),
                                        'extremes', choices=('normalisation',))],
         'choose_fusion': [Case(t.choose_fusion,
                                dict(dense=feats(3, 5), lexical=feats(3, 5, seed=1),

@@ -19,7 +19,8 @@ def lesson_notebooks() -> list[Path]:
 
 def git_status() -> str | None:
     "Porcelain status of the working tree, or None outside a git checkout."
-    r = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=all'], cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=all'], cwd=ROOT, capture_output=True,
+                       text=True)
     return r.stdout if r.returncode == 0 else None
 
 def pytest_sessionstart(session):
@@ -50,7 +51,8 @@ def wait_for_http(url: str, timeout: float, proc: subprocess.Popen) -> None:
     "Poll `url` until it answers, failing early if `proc` died."
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc.poll() is not None: raise RuntimeError(f"server exited with code {proc.returncode} before answering {url}")
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {proc.returncode} before answering {url}")
         try:
             with urllib.request.urlopen(url, timeout=2): return
         except OSError: time.sleep(0.2)
@@ -75,8 +77,8 @@ def chromium():
     assert path, "No Chromium found: install it (apt-get install chromium) or set CHROMIUM=/path/to/chrome"
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
-        context = pw.chromium.launch_persistent_context(profile, executable_path=path, args=CHROMIUM_FLAGS, headless=True,
-                                                        viewport={'width': 1280, 'height': 900})
+        context = pw.chromium.launch_persistent_context(profile, executable_path=path, args=CHROMIUM_FLAGS,
+                                                        headless=True, viewport={'width': 1280, 'height': 900})
         yield context
         context.close()
 

@@ -22,7 +22,8 @@ def shapes(): return make_shapes(64, size=32, seed=11)
 @pytest.mark.parametrize('kwargs, error', [
     (dict(scale=(0.5, 0.2)), ValueError), (dict(scale=(0.0, 1.0)), ValueError), (dict(scale=(0.5, 1.2)), ValueError),
     (dict(ratio=(2.0, 1.0)), ValueError), (dict(ratio=(0.0, 1.0)), ValueError), (dict(flip_p=1.5), ValueError),
-    (dict(blur_p=-0.1), ValueError), (dict(jitter_strength=3.0), ValueError), (dict(jitter_strength=float('nan')), ValueError),
+    (dict(blur_p=-0.1), ValueError), (dict(jitter_strength=3.0), ValueError),
+    (dict(jitter_strength=float('nan')), ValueError),
     (dict(blur_sigma=(0.0, 1.0)), ValueError), (dict(size=0), ValueError), (dict(scale=(0.1, 0.5, 0.9)), ValueError),
     (dict(size=32.0), TypeError), (dict(size=True), TypeError), (dict(flip_p=True), TypeError),
     (dict(scale=0.5), TypeError), (dict(scale='ab'), TypeError), (dict(jitter_p='0.5'), TypeError)])
@@ -164,7 +165,8 @@ def test_adjust_colour_matches_torchvision(seed):
     h = torch.rand(4, generator=g) - 0.5
     ours = adjust_colour(images, b, c, s, h)
     for i in range(4):
-        assert torch.allclose(ours[i], _torchvision_colour(images[i], b[i].item(), c[i].item(), s[i].item(), h[i].item()),
+        assert torch.allclose(ours[i],
+                              _torchvision_colour(images[i], b[i].item(), c[i].item(), s[i].item(), h[i].item()),
                               atol=1e-5)
 
 @pytest.mark.parametrize('which', range(4))
@@ -183,18 +185,22 @@ def test_adjust_colour_identity_grayscale_and_scalars():
     images = torch.rand(3, 3, 5, 5)
     ones = torch.ones(3)
     assert torch.allclose(adjust_colour(images, ones, ones, ones, torch.zeros(3)), images, atol=1e-6)
-    assert torch.allclose(adjust_colour(images, ones, ones, torch.zeros(3), torch.zeros(3)), grayscale(images), atol=1e-6)
+    assert torch.allclose(adjust_colour(images, ones, ones, torch.zeros(3), torch.zeros(3)), grayscale(images),
+                          atol=1e-6)
     # A number applies to every image.
-    assert torch.allclose(adjust_colour(images, 0.5, 1.0, 1.0, 0.0), adjust_colour(images, 0.5 * ones, ones, ones, 0 * ones))
+    assert torch.allclose(adjust_colour(images, 0.5, 1.0, 1.0, 0.0),
+                          adjust_colour(images, 0.5 * ones, ones, ones, 0 * ones))
     assert torch.allclose(grayscale(images)[:, 0], v2.functional.rgb_to_grayscale(images)[:, 0], atol=1e-6)
 
 @pytest.mark.parametrize('call, error', [
-    (lambda x: adjust_colour(x, 1.0, 1.0, 1.0, 0.7), ValueError), (lambda x: adjust_colour(x, -0.1, 1.0, 1.0, 0.0), ValueError),
+    (lambda x: adjust_colour(x, 1.0, 1.0, 1.0, 0.7), ValueError),
+    (lambda x: adjust_colour(x, -0.1, 1.0, 1.0, 0.0), ValueError),
     (lambda x: adjust_colour(x, torch.ones(3), 1.0, 1.0, 0.0), ValueError),
     (lambda x: adjust_colour(x, torch.ones(2, dtype=torch.long), 1.0, 1.0, 0.0), TypeError),
     (lambda x: adjust_colour(x, float('nan'), 1.0, 1.0, 0.0), ValueError),
     (lambda x: adjust_colour(x, True, 1.0, 1.0, 0.0), TypeError),
-    (lambda x: adjust_colour(x[:, :1], 1.0, 1.0, 1.0, 0.0), ValueError), (lambda x: adjust_colour(x * 2, 1.0, 1.0, 1.0, 0.0), ValueError),
+    (lambda x: adjust_colour(x[:, :1], 1.0, 1.0, 1.0, 0.0), ValueError),
+    (lambda x: adjust_colour(x * 2, 1.0, 1.0, 1.0, 0.0), ValueError),
     (lambda x: grayscale(x[:, :2]), ValueError)])
 def test_colour_rejects_bad_input(call, error):
     with pytest.raises(error): call(torch.rand(2, 3, 5, 5))
@@ -214,8 +220,8 @@ def test_gaussian_blur_channels_last_and_single_channel():
     ref = gaussian_blur(images, sigma, 5)
     assert ref.shape == (3, 1, 9, 9)
     rgb = torch.rand(3, 3, 9, 9)
-    assert torch.allclose(gaussian_blur(rgb.to(memory_format=torch.channels_last), sigma, 5), gaussian_blur(rgb, sigma, 5),
-                          atol=1e-6)
+    assert torch.allclose(gaussian_blur(rgb.to(memory_format=torch.channels_last), sigma, 5),
+                          gaussian_blur(rgb, sigma, 5), atol=1e-6)
 
 @pytest.mark.parametrize('kernel, sigma, error', [
     (0, torch.ones(1), ValueError), (2, torch.ones(1), ValueError), (4, torch.ones(1), ValueError),
@@ -289,7 +295,8 @@ def test_a_step_that_is_off_changes_nothing(shapes):
 @pytest.mark.parametrize('dtype', [torch.float32, torch.float64, torch.float16, torch.uint8])
 @pytest.mark.parametrize('size', [16, 32, 48])
 def test_augment_batch_shapes_and_ranges(shapes, dtype, size):
-    images = (shapes.images[:10] * 255).round().to(torch.uint8) if dtype == torch.uint8 else shapes.images[:10].to(dtype)
+    images = ((shapes.images[:10] * 255).round().to(torch.uint8) if dtype == torch.uint8
+              else shapes.images[:10].to(dtype))
     out = augment_batch(images, AugmentationPolicy(size=size, jitter_strength=1.0), torch.Generator().manual_seed(3))
     assert out.shape == (10, 3, size, size) and out.is_floating_point() and torch.isfinite(out).all()
     assert out.min() >= 0 and out.max() <= 1
@@ -298,7 +305,8 @@ def test_augment_batch_layouts_give_the_same_views(shapes):
     images = shapes.images[:8]
     ref = augment_batch(images, AugmentationPolicy(), torch.Generator().manual_seed(2))
     for variant in (images.to(memory_format=torch.channels_last), images.transpose(2, 3).contiguous().transpose(2, 3)):
-        assert torch.allclose(augment_batch(variant, AugmentationPolicy(), torch.Generator().manual_seed(2)), ref, atol=1e-6)
+        assert torch.allclose(augment_batch(variant, AugmentationPolicy(), torch.Generator().manual_seed(2)), ref,
+                              atol=1e-6)
     one = augment_batch(images[:1], AugmentationPolicy(), torch.Generator().manual_seed(2))
     assert one.shape == (1, 3, 32, 32)
 
@@ -363,7 +371,8 @@ def test_augment_batch_on_gpu_matches_cpu(shapes):
 @pytest.mark.parametrize('bad, error', [
     (torch.rand(3, 32, 32), ValueError), (torch.rand(2, 1, 32, 32), ValueError), (torch.rand(2, 4, 32, 32), ValueError),
     (torch.rand(2, 32, 32, 3), ValueError), (torch.randint(0, 3, (2, 3, 8, 8)), TypeError),
-    (torch.rand(2, 3, 8, 8) > 0.5, TypeError), (np.zeros((2, 3, 8, 8)), TypeError), (torch.rand(0, 3, 8, 8), ValueError),
+    (torch.rand(2, 3, 8, 8) > 0.5, TypeError), (np.zeros((2, 3, 8, 8)), TypeError),
+    (torch.rand(0, 3, 8, 8), ValueError),
     (torch.full((2, 3, 8, 8), float('nan')), ValueError), (torch.randn(2, 3, 8, 8) * 3, ValueError),
     (torch.rand(2, 3, 0, 8), ValueError)])
 def test_augment_batch_rejects_bad_images(bad, error):

@@ -88,7 +88,8 @@ def test_a_tiny_run_writes_its_folder_and_evaluate_reads_it(tmp_path):
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     run = tmp_path / 'run'
-    assert {p.name for p in run.iterdir()} >= {'config.json', 'config.toml', 'metrics.csv', 'checkpoints', 'report.json'}
+    written = {'config.json', 'config.toml', 'metrics.csv', 'checkpoints', 'report.json'}
+    assert {p.name for p in run.iterdir()} >= written
     assert report == json.loads((run / 'report.json').read_text()) and report['step'] == 12
     saved = json.loads((run / 'config.json').read_text())
     assert saved['method'] == 'moco' and saved['options']['queue_size'] == 16 and saved['augment']['size'] == 16
@@ -507,7 +508,8 @@ def test_a_methods_tuple_options_of_text_ints_or_none_are_typed_as_their_items(t
         '    def pair_loss(self, z1, z2, batch): return (z1 - z2).pow(2).mean()\n')
     args = vars(build_parser('tup.py:Mine').parse_args(['train', '--options.names', 'x', 'y', '--options.empty', '1',
                                                          '2', '3', '--options.steps', '4', '5']))
-    assert (args['options.names'], args['options.empty'], args['options.steps']) == (['x', 'y'], [1.0, 2.0, 3.0], [4, 5])
+    read = (args['options.names'], args['options.empty'], args['options.steps'])
+    assert read == (['x', 'y'], [1.0, 2.0, 3.0], [4, 5])
     assert all(type(v) is int for v in args['options.steps'])
     text = ' '.join(build_parser('tup.py:Mine')._subparsers._group_actions[0].choices['train'].format_help().split())
     assert '--options.names TEXT TEXT' in text and '--options.steps INT INT' in text

@@ -41,7 +41,8 @@ def test_sigint_prints_where_it_stopped_and_the_command_that_goes_on(tmp_path):
     assert 'Traceback' not in err and out == ''
     line = err.strip().splitlines()[-1]  # after the 'training ... in stopped' line
     assert line.startswith('contrastive-nb train: interrupted at step ') and line.endswith(' of 440; it goes on '
-        f'from its checkpoint {latest_checkpoint(tmp_path / "stopped").name} with: contrastive-nb train --resume stopped')
+        f'from its checkpoint {latest_checkpoint(tmp_path / "stopped").name} with: '
+        'contrastive-nb train --resume stopped')
     assert not (tmp_path / 'stopped' / 'report.json').exists() and not list(tmp_path.rglob('*.tmp'))
     command = line.split(' with: ')[1].split()
     assert command[:2] == ['contrastive-nb', 'train']

@@ -33,7 +33,8 @@ def test_shapes_dtypes_and_ranges(shapes):
     assert shapes.labels.dtype == torch.long and shapes.labels.min() >= 0 and shapes.labels.max() < len(SHAPE_NAMES)
     assert shapes.classes == list(SHAPE_NAMES)
     f = shapes.factors
-    assert list(f.columns) == ['shape', 'shape_name', 'colour', 'colour_name', 'x', 'y', 'scale', 'rotation', 'background']
+    assert list(f.columns) == ['shape', 'shape_name', 'colour', 'colour_name', 'x', 'y', 'scale', 'rotation',
+                               'background']
     assert f.scale.between(0.20, 0.34).all() and f.rotation.between(0, 2 * math.pi).all()
     assert f.background.between(0, 0.35).all()
     assert ((f.x - f.scale) >= 0).all() and ((f.x + f.scale) <= 1).all() and ((f.y - f.scale) >= 0).all()
@@ -85,10 +86,12 @@ def test_silhouettes_are_distinct():
 
 @pytest.mark.parametrize('kwargs, error, message', [
     (dict(n=0), ValueError, 'n must'), (dict(size=4), ValueError, 'size must be at least 8'),
-    (dict(scale_range=(0.3, 0.6)), ValueError, 'scale_range'), (dict(scale_range=(0.3, 0.2)), ValueError, 'scale_range'),
+    (dict(scale_range=(0.3, 0.6)), ValueError, 'scale_range'),
+    (dict(scale_range=(0.3, 0.2)), ValueError, 'scale_range'),
     (dict(scale_range=(0.1, 0.2, 0.3)), ValueError, 'scale_range'), (dict(scale_range=0.2), TypeError, 'scale_range'),
     (dict(n=True), TypeError, 'n must'), (dict(n=4.0), TypeError, 'n must'), (dict(size=32.0), TypeError, 'size'),
-    (dict(seed=1.5), TypeError, 'seed'), (dict(noise=-0.1), ValueError, 'noise'), (dict(noise=float('nan')), ValueError, 'noise'),
+    (dict(seed=1.5), TypeError, 'seed'), (dict(noise=-0.1), ValueError, 'noise'),
+    (dict(noise=float('nan')), ValueError, 'noise'),
     (dict(background_max=1.5), ValueError, 'background_max'), (dict(supersample=0), ValueError, 'supersample'),
     (dict(chunk=0), ValueError, 'chunk')])
 def test_make_shapes_rejects_bad_arguments(kwargs, error, message):
@@ -177,7 +180,8 @@ def test_subset_takes_a_boolean_mask_as_a_mask(shapes):
     mask = shapes.labels >= 2
     sub = shapes.subset(mask)
     assert len(sub) == int(mask.sum()) and (sub.labels >= 2).all()
-    assert torch.equal(sub.images, shapes.images[mask]) and sub.factors.x.tolist() == shapes.factors.x[mask.numpy()].tolist()
+    assert (torch.equal(sub.images, shapes.images[mask])
+            and sub.factors.x.tolist() == shapes.factors.x[mask.numpy()].tolist())
     assert len(shapes.subset(mask.numpy())) == len(sub)  # a numpy mask too
     assert len(shapes.subset(torch.zeros(len(shapes), dtype=torch.bool))) == 0
 
@@ -202,8 +206,10 @@ def test_uint8_images_become_floats_in_unit_range():
     (torch.zeros(4, 1, 8, 8, dtype=torch.int32), torch.arange(4), TypeError),
     (torch.rand(4, 1, 8, 8), torch.tensor([0.0, 1.0, 2.0, 3.0]), TypeError),
     (torch.rand(4, 1, 8, 8), torch.tensor([True, False, True, False]), TypeError),
-    (torch.rand(4, 1, 8, 8), torch.tensor([0, 1, 2, 4]), ValueError), (torch.rand(4, 1, 8, 8), torch.tensor([0, 1, 2, -2]), ValueError),
-    (torch.rand(4, 1, 8, 8) * float('nan'), torch.arange(4), ValueError), (torch.rand(4, 1, 8, 8) * 2, torch.arange(4), ValueError),
+    (torch.rand(4, 1, 8, 8), torch.tensor([0, 1, 2, 4]), ValueError),
+    (torch.rand(4, 1, 8, 8), torch.tensor([0, 1, 2, -2]), ValueError),
+    (torch.rand(4, 1, 8, 8) * float('nan'), torch.arange(4), ValueError),
+    (torch.rand(4, 1, 8, 8) * 2, torch.arange(4), ValueError),
     (np.zeros((4, 1, 8, 8)), torch.arange(4), TypeError)])
 def test_image_dataset_rejects_inconsistent_inputs(images, labels, error):
     with pytest.raises(error): ImageDataset(images, labels, list('abcd'))
@@ -229,7 +235,8 @@ def test_getitem_takes_only_int_indices(shapes):
     with pytest.raises(IndexError): shapes[len(shapes)]  # what iteration relies on
 
 def test_inside_shape_checks_its_points():
-    with pytest.raises(ValueError, match='u contains NaN'): inside_shape('circle', torch.tensor([float('nan')]), torch.zeros(1))
+    with pytest.raises(ValueError, match='u contains NaN'):
+        inside_shape('circle', torch.tensor([float('nan')]), torch.zeros(1))
     with pytest.raises(ValueError, match='same shape'): inside_shape('circle', torch.zeros(2), torch.zeros(3))
 
 def test_load_tickets_names_a_bad_path():
@@ -278,7 +285,8 @@ def test_tickets_file_meets_its_datasheet(tickets):
 def test_ticket_split_never_leaks_a_problem(tickets, seed, test_frac):
     train, test = split_tickets(tickets, test_frac=test_frac, seed=seed)
     assert not set(train.problem_id) & set(test.problem_id)
-    assert len(train) + len(test) == len(tickets) and set(train.ticket_id) | set(test.ticket_id) == set(tickets.ticket_id)
+    assert (len(train) + len(test) == len(tickets)
+            and set(train.ticket_id) | set(test.ticket_id) == set(tickets.ticket_id))
     multi = tickets.groupby('intent').problem_id.nunique().loc[lambda s: s >= 2].index
     assert set(multi) <= set(train.intent) and set(multi) <= set(test.intent)
 
@@ -288,7 +296,8 @@ def test_ticket_split_is_deterministic_and_sized(tickets):
     assert 0.15 < a[1].problem_id.nunique() / tickets.problem_id.nunique() < 0.35
 
 @pytest.mark.parametrize('kwargs, error', [(dict(test_frac=0), ValueError), (dict(test_frac=1.0), ValueError),
-                                           (dict(test_frac=float('nan')), ValueError), (dict(test_frac='0.2'), TypeError),
+                                           (dict(test_frac=float('nan')), ValueError),
+                                           (dict(test_frac='0.2'), TypeError),
                                            (dict(seed=-1), ValueError), (dict(seed=0.5), TypeError)])
 def test_ticket_split_rejects_bad_arguments(tickets, kwargs, error):
     with pytest.raises(error): split_tickets(tickets, **kwargs)
@@ -311,7 +320,8 @@ def test_cifar10_reads_the_pickle_format(tmp_path):
     with open(folder / 'data_batch_2', 'rb') as f: batch = pickle.load(f, encoding='latin1')
     row = batch['data'][0]  # 1024 red values, then green, then blue, each row-major
     img = train.images[3]
-    assert img[0, 0, 0] == row[0] and img[0, 1, 0] == row[32] and img[1, 0, 0] == row[1024] and img[2, 31, 31] == row[3071]
+    assert (img[0, 0, 0] == row[0] and img[0, 1, 0] == row[32] and img[1, 0, 0] == row[1024]
+            and img[2, 31, 31] == row[3071])
     assert train.labels[3] == batch['labels'][0] and train.classes[0] == 'airplane'
     x, _ = train[0]
     assert x.dtype == torch.float32 and 0 <= x.min() and x.max() <= 1
@@ -358,7 +368,8 @@ def test_failed_download_is_explained(tmp_path, monkeypatch):
 def test_stl10_rejects_unknown_split(tmp_path):
     with pytest.raises(ValueError, match="split must be"): load_stl10(tmp_path, split='validation')
 
-@pytest.mark.parametrize('call', [lambda p: write_cifar10_fixture(p, per_batch=0), lambda p: write_stl10_fixture(p, n=0),
+@pytest.mark.parametrize('call', [lambda p: write_cifar10_fixture(p, per_batch=0),
+                                  lambda p: write_stl10_fixture(p, n=0),
                                   lambda p: write_cifar10_fixture(p, seed=-1)])
 def test_fixture_writers_reject_bad_sizes(tmp_path, call):
     with pytest.raises(ValueError): call(tmp_path)
@@ -405,7 +416,8 @@ def test_subset_compares_bounds_in_int64_and_refuses_uint8(three_hundred):
 def test_subset_takes_negative_step_slices(three_hundred):
     "slice(None, None, -1) raised torch's 'step must be greater than zero'."
     rev = three_hundred.subset(slice(None, None, -1))
-    assert torch.equal(rev.images, three_hundred.images.flip(0)) and rev.labels.tolist() == three_hundred.labels.tolist()[::-1]
+    assert (torch.equal(rev.images, three_hundred.images.flip(0))
+            and rev.labels.tolist() == three_hundred.labels.tolist()[::-1])
     assert three_hundred.subset(slice(-3, None, -100)).labels.tolist() == three_hundred.labels.tolist()[-3::-100]
     assert len(three_hundred.subset(slice(5, 1))) == 0 and len(three_hundred.subset(slice(400, 500))) == 0
     assert torch.equal(three_hundred.subset(slice(10, 20, 3)).images, three_hundred.images[10:20:3])
@@ -473,9 +485,11 @@ def test_image_dataset_refuses_masks_outside_the_unit_range(value):
     masks[1, 2, 3] = value
     with pytest.raises(ValueError, match=r'masks must lie in \[0, 1\]'):
         ImageDataset(torch.rand(2, 3, 4, 4), [0, 1], ['a', 'b'], masks=masks)
-    assert ImageDataset(torch.rand(2, 3, 4, 4), [0, 1], ['a', 'b'], masks=masks.nan_to_num().clamp(0, 1)).masks.shape == (2, 4, 4)
+    assert ImageDataset(torch.rand(2, 3, 4, 4), [0, 1], ['a', 'b'],
+                        masks=masks.nan_to_num().clamp(0, 1)).masks.shape == (2, 4, 4)
 
-@pytest.mark.parametrize('content, what', [(b'', 'it is empty'), (b'ticket_id,text\n1,\xff\xfe\xfa\n', 'not UTF-8 text'),
+@pytest.mark.parametrize('content, what', [(b'', 'it is empty'),
+                                           (b'ticket_id,text\n1,\xff\xfe\xfa\n', 'not UTF-8 text'),
                                            (pickle.dumps(list(range(100))), 'not UTF-8 text'),
                                            (bytes(range(256)) * 4, 'not a CSV')])
 def test_load_tickets_names_an_unreadable_file(tmp_path, content, what):
@@ -526,7 +540,8 @@ def test_fashion_mnist_fixture_reads_as_torchvision_reads_it(tmp_path, train, n,
     assert ds.classes == list(FASHION_MNIST_CLASSES) == list(__import__('torchvision').datasets.FashionMNIST.classes)
 
 def test_fashion_mnist_splits_differ_and_seeds_differ(tmp_path):
-    a, b = write_fashion_mnist_fixture(tmp_path / 'a', n=3, seed=0), write_fashion_mnist_fixture(tmp_path / 'b', n=3, seed=1)
+    a, b = (write_fashion_mnist_fixture(tmp_path / 'a', n=3, seed=0),
+            write_fashion_mnist_fixture(tmp_path / 'b', n=3, seed=1))
     assert not torch.equal(load_fashion_mnist(a).images, load_fashion_mnist(a, train=False).images)
     assert not torch.equal(load_fashion_mnist(a).images, load_fashion_mnist(b).images)
 
@@ -576,7 +591,8 @@ def _damaged(values):
             'cut in the header': (good[:10], 'cut short inside its header'),
             'gzip cut short': (gzip.compress(good)[:-10], 'damaged gzip file'),
             'gzip damaged inside': (gzip.compress(good)[:12] + b'\xff' * 20 + gzip.compress(good)[32:], 'damaged gzip'),
-            'int32 type': (idx_file(values, 0x0c), 'not an IDX file of unsigned bytes: its magic number is 00000c03, expected 00000803'),
+            'int32 type': (idx_file(values, 0x0c),
+                           'not an IDX file of unsigned bytes: its magic number is 00000c03, expected 00000803'),
             'empty': (b'', 'magic number is missing'),
             'text': (b'hello world, not an IDX file', 'not an IDX file'),
             'two dimensions': (idx_file(values[0]), 'has 2 dimensions, expected 3')}

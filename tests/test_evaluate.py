@@ -251,7 +251,8 @@ def test_linear_probe_seed_changes_only_the_batch_order(probe_data):
     a, b = linear_probe(*probe_data, epochs=3, seed=0), linear_probe(*probe_data, epochs=3, seed=1)
     assert 0.8 < a <= 1 and 0.8 < b <= 1
     tx, ty, vx, vy = probe_data  # a single full batch has no order: every seed gives the same probe
-    assert linear_probe(tx, ty, vx, vy, epochs=3, batch_size=600, seed=0) == linear_probe(tx, ty, vx, vy, epochs=3, batch_size=600, seed=5)
+    assert (linear_probe(tx, ty, vx, vy, epochs=3, batch_size=600, seed=0)
+            == linear_probe(tx, ty, vx, vy, epochs=3, batch_size=600, seed=5))
 
 def test_linear_probe_uses_train_statistics_only(probe_data):
     "Shifting and scaling the features (train and test alike) changes nothing: the probe sees standardised features."
@@ -263,9 +264,11 @@ def test_linear_probe_uses_train_statistics_only(probe_data):
 
 def test_linear_probe_constant_feature_and_random_labels(probe_data):
     tx, ty, vx, vy = probe_data
-    with_const = linear_probe(torch.cat([tx, torch.ones(len(tx), 1)], 1), ty, torch.cat([vx, torch.ones(len(vx), 1)], 1), vy, epochs=5)
+    with_const = linear_probe(torch.cat([tx, torch.ones(len(tx), 1)], 1), ty,
+                              torch.cat([vx, torch.ones(len(vx), 1)], 1), vy, epochs=5)
     assert math.isfinite(with_const) and with_const > 0.8
-    noise = linear_probe(tx, torch.randint(3, (600,), generator=gen(5)), vx, torch.randint(3, (300,), generator=gen(6)), epochs=5)
+    noise = linear_probe(tx, torch.randint(3, (600,), generator=gen(5)), vx, torch.randint(3, (300,), generator=gen(6)),
+                         epochs=5)
     assert noise < 0.5
 
 def test_linear_probe_test_labels_beyond_train_classes():
@@ -354,8 +357,8 @@ def test_retrieval_ties_are_pessimistic():
     k = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]])  # key 2 ties query 0's positive exactly
     assert rank_of_positive(q @ k.T / k.norm(dim=1), torch.tensor([0, 1])).tolist() == [2, 1]
     assert retrieval_metrics(q, k)['mean_rank'] == 1.5
-    assert retrieval_metrics(torch.ones(3, 4), torch.ones(5, 4)) == {'recall@1': 0.0, 'recall@5': 1.0, 'MRR': pytest.approx(0.2),
-                                                                     'mean_rank': 5.0}
+    assert retrieval_metrics(torch.ones(3, 4), torch.ones(5, 4)) == {'recall@1': 0.0, 'recall@5': 1.0,
+                                                                     'MRR': pytest.approx(0.2), 'mean_rank': 5.0}
 
 def brute_force_ranks(queries, keys, positive):
     "Sort every key by cosine (float64) and find the positive's 1-based position."
@@ -461,7 +464,8 @@ def test_ranking_metrics_cutoffs_and_retrieval_ks():
     assert retrieval_metrics(q, k, ks=(1, 2, 8)) == pytest.approx(ranking_metrics(ranks, (1, 2, 8)))
 
 def test_rank_of_positive_refuses_nan():
-    with pytest.raises(ValueError, match='NaN'): rank_of_positive(torch.tensor([[float('nan'), 1.0]]), torch.tensor([0]))
+    with pytest.raises(ValueError, match='NaN'):
+        rank_of_positive(torch.tensor([[float('nan'), 1.0]]), torch.tensor([0]))
 
 @pytest.mark.parametrize('call,match', [
     (lambda q, k, p: retrieval_metrics(q, k[:10]), 'only 10 keys'),
@@ -486,10 +490,14 @@ def test_retrieval_and_rank_type_errors():
     with pytest.raises(TypeError, match='positive must have an integer dtype'): retrieval_metrics(q, k, torch.zeros(4))
     with pytest.raises(TypeError, match='queries must be floating point'): retrieval_metrics(q.long(), k)
     with pytest.raises(TypeError, match='chunk_size must be an int'): retrieval_metrics(q, k, chunk_size=1.0)
-    with pytest.raises(TypeError, match='scores must be real'): rank_of_positive(torch.ones(2, 3) > 0, torch.tensor([0, 1]))
-    with pytest.raises(ValueError, match='positive must lie in'): rank_of_positive(torch.ones(2, 3), torch.tensor([0, -1]))
-    with pytest.raises(ValueError, match=r'positive must have shape \(2,\)'): rank_of_positive(torch.ones(2, 3), torch.tensor([0]))
-    with pytest.raises(ValueError, match='scores must have 2 dimensions'): rank_of_positive(torch.ones(3), torch.tensor([0]))
+    with pytest.raises(TypeError, match='scores must be real'):
+        rank_of_positive(torch.ones(2, 3) > 0, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match='positive must lie in'):
+        rank_of_positive(torch.ones(2, 3), torch.tensor([0, -1]))
+    with pytest.raises(ValueError, match=r'positive must have shape \(2,\)'):
+        rank_of_positive(torch.ones(2, 3), torch.tensor([0]))
+    with pytest.raises(ValueError, match='scores must have 2 dimensions'):
+        rank_of_positive(torch.ones(3), torch.tensor([0]))
 
 def test_rank_of_positive_integer_and_infinite_scores():
     "Integer scores rank like floats; inf is a legitimate (largest) score and ranks first, ties pessimistic."
@@ -500,7 +508,8 @@ def test_rank_of_positive_integer_and_infinite_scores():
 
 def test_half_precision_features_give_the_float32_result(data):
     tx, ty, qx = (t.float() if t.is_floating_point() else t for t in data)
-    assert torch.equal(knn_predict(tx.half(), ty, qx.half(), k=7), knn_predict(tx.half().float(), ty, qx.half().float(), k=7))
+    assert torch.equal(knn_predict(tx.half(), ty, qx.half(), k=7),
+                       knn_predict(tx.half().float(), ty, qx.half().float(), k=7))
     q, k = tx[:20], tx[20:50]
     assert retrieval_metrics(q.half(), k.half()) == retrieval_metrics(q.half().float(), k.half().float())
     ty_nc = torch.stack([ty, ty], 1)[:, 0]  # non-contiguous labels
@@ -518,7 +527,8 @@ def test_cuda_agrees_with_cpu(data, probe_data):
     torch.testing.assert_close(on_gpu, on_cpu, atol=1e-3, rtol=1e-3)
     tx, ty, qx = data
     assert torch.equal(knn_predict(tx.cuda(), ty.cuda(), qx.cuda(), 7, chunk_size=5).cpu(), knn_predict(tx, ty, qx, 7))
-    assert torch.equal(knn_predict(tx.cuda(), ty, tx.cuda(), 7, exclude_self=True).cpu(), knn_predict(tx, ty, tx, 7, exclude_self=True))
+    assert torch.equal(knn_predict(tx.cuda(), ty, tx.cuda(), 7, exclude_self=True).cpu(),
+                       knn_predict(tx, ty, tx, 7, exclude_self=True))
     assert linear_probe(*(t.cuda() for t in probe_data)) >= 0.99
     q, k = tx[:20], tx[20:50]
     assert retrieval_metrics(q.cuda(), k.cuda(), chunk_size=7) == pytest.approx(retrieval_metrics(q, k))
@@ -552,7 +562,8 @@ def test_linear_probe_seed_beyond_what_torch_takes_is_named(probe_data):
 
 @pytest.mark.parametrize('name', ['train_features', 'test_features'])
 def test_linear_probe_refuses_float64_features_beyond_float32_before_training(probe_data, name):
-    "float64 features of 1e300 became inf in the probe's float32 and were reported as 'the probe diverged ... smaller lr'."
+    """float64 features of 1e300 became inf in the probe's float32 and were reported as
+    'the probe diverged ... smaller lr'."""
     args = dict(zip(('train_features', 'train_labels', 'test_features', 'test_labels'), probe_data))
     args[name] = args[name].double() * 1e300
     with pytest.raises(ValueError, match=rf"{name} holds values up to .*e\+30\d, beyond float32's range"):
@@ -581,7 +592,8 @@ def test_embed_names_a_cuda_index_beyond_the_gpus(net, monkeypatch):
     "cuda:7 on a machine with one GPU: the index is named, with the ones that exist."
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
     monkeypatch.setattr(torch.cuda, 'device_count', lambda: 1)
-    with pytest.raises(ValueError, match=r"device 'cuda:7' does not exist: torch finds 1 CUDA GPU\(s\), cuda:0 to cuda:0"):
+    with pytest.raises(ValueError,
+                       match=r"device 'cuda:7' does not exist: torch finds 1 CUDA GPU\(s\), cuda:0 to cuda:0"):
         embed(net, torch.rand(2, 3, 8, 8), device=torch.device('cuda', 7))
 
 def test_embed_names_an_unavailable_device_of_another_kind(net):
@@ -593,7 +605,8 @@ def test_rank_of_positive_with_no_keys_says_so():
     "Zero keys gave 'positive must lie in [0, -1] for 0 rows'."
     with pytest.raises(ValueError, match=r'scores has no keys \(shape \(2, 0\)\): there is nothing to rank'):
         rank_of_positive(torch.zeros(2, 0), torch.zeros(2, dtype=torch.long))
-    assert rank_of_positive(torch.zeros(0, 0), torch.zeros(0, dtype=torch.long)).shape == (0,)  # no queries: nothing to do
+    # no queries: nothing to do
+    assert rank_of_positive(torch.zeros(0, 0), torch.zeros(0, dtype=torch.long)).shape == (0,)
 
 # --- collapse measures ---------------------------------------------------------------------------------------------
 
@@ -606,7 +619,8 @@ def test_effective_rank_of_known_singular_values():
 
 def test_effective_rank_ignores_rotations_and_row_order():
     g = gen(5)
-    z = torch.randn(30, 6, generator=g, dtype=torch.float64) * torch.tensor([5.0, 3, 1, 1, 0.1, 0.01], dtype=torch.float64)
+    z = (torch.randn(30, 6, generator=g, dtype=torch.float64)
+         * torch.tensor([5.0, 3, 1, 1, 0.1, 0.01], dtype=torch.float64))
     rotation = torch.linalg.qr(torch.randn(6, 6, generator=g, dtype=torch.float64))[0]
     rank = effective_rank(z)
     assert 1 < rank < 6

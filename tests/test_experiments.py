@@ -444,7 +444,8 @@ def test_tensors_modules_and_frames_come_back_from_workers(watchdog):
     alone = map_runs(trained_like, [(300,), (2,), (5,)], processes=1, progress=False)
     for a, b in zip(parallel, alone):
         assert torch.equal(a['weights'], b['weights']) and a['history'].equals(b['history'])
-        assert all(torch.equal(x, y) for x, y in zip(a['model'].state_dict().values(), b['model'].state_dict().values()))
+        assert all(torch.equal(x, y)
+                   for x, y in zip(a['model'].state_dict().values(), b['model'].state_dict().values()))
 
 def process_id() -> int: return os.getpid()
 

@@ -69,7 +69,8 @@ def test_importance_weighting_gradcheck(beta, temperature):
 
 def test_gradient_reaches_a_tensor_temperature():
     z1, z2 = rand(5, 3, seed=9), rand(5, 3, seed=10)
-    assert gradcheck(lambda t: importance_weighted_nt_xent(z1, z2, t, 1.0), leaf(torch.tensor(0.4, dtype=torch.float64)))
+    assert gradcheck(lambda t: importance_weighted_nt_xent(z1, z2, t, 1.0),
+                     leaf(torch.tensor(0.4, dtype=torch.float64)))
 
 @pytest.mark.parametrize('temperature', [1.0, 0.1, 0.01])
 def test_beta_zero_is_nt_xent(temperature):

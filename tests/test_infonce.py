@@ -31,7 +31,8 @@ def nt_xent_loops(z1, z2, t):
     z = F.normalize(torch.cat([z1, z2]), dim=1)
     n = len(z1)
     return torch.stack([-(z[i] @ z[(i + n) % (2 * n)] / t)
-                        + torch.log(sum(torch.exp(z[i] @ z[k] / t) for k in range(2 * n) if k != i)) for i in range(2 * n)])
+                        + torch.log(sum(torch.exp(z[i] @ z[k] / t) for k in range(2 * n) if k != i))
+                        for i in range(2 * n)])
 
 NEGATIVES = {'in-batch': None, 'shared': (7, 4), 'per-query': (5, 3, 4)}
 
@@ -69,7 +70,8 @@ def test_info_nce_gradcheck(form, chunk_size, temperature):
 @pytest.mark.parametrize('chunk_size', [None, 2])
 @pytest.mark.parametrize('temperature', [0.5, 0.01])
 def test_nt_xent_gradcheck(chunk_size, temperature):
-    assert gradcheck(lambda a, b: nt_xent(a, b, temperature, chunk_size=chunk_size), leaf(rand(5, 3, seed=11), rand(5, 3, seed=12)))
+    assert gradcheck(lambda a, b: nt_xent(a, b, temperature, chunk_size=chunk_size),
+                     leaf(rand(5, 3, seed=11), rand(5, 3, seed=12)))
 
 def test_gradient_reaches_a_tensor_temperature():
     z1, z2 = rand(6, 4, seed=13), rand(6, 4, seed=14)
@@ -132,7 +134,8 @@ def test_half_precision_at_low_temperature_is_finite_and_close(dtype):
 
 @pytest.mark.parametrize('dtype, bound, shift_free', [
     (torch.float64, 1.0, True), (torch.float64, 500.0, True), (torch.float64, 1000.0, False),
-    (torch.float32, 1.0, True), (torch.float32, 30.0, True), (torch.float32, 80.0, False), (torch.float32, 500.0, False)])
+    (torch.float32, 1.0, True), (torch.float32, 30.0, True), (torch.float32, 80.0, False),
+    (torch.float32, 500.0, False)])
 @pytest.mark.parametrize('skip', [False, True])
 @pytest.mark.parametrize('chunk_size', [None, 3])
 def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, shift_free, skip, chunk_size):
@@ -149,7 +152,8 @@ def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, s
     tol = dict(rtol=1e-5, atol=1e-4 * bound) if dtype == torch.float32 else {}
     assert torch.isfinite(got).all() and torch.allclose(got.double(), ref, **tol)
     assert all(torch.allclose(g.double(), r, **tol) for g, r in zip(got_grads, ref_grads))
-    with torch.no_grad(): assert torch.allclose(row_logsumexp(a.to(dtype), b.to(dtype), bound, skip, chunk_size).double(), ref, **tol)
+    with torch.no_grad():
+        assert torch.allclose(row_logsumexp(a.to(dtype), b.to(dtype), bound, skip, chunk_size).double(), ref, **tol)
 
 @pytest.mark.parametrize('call, error, message', [
     (lambda: info_nce(torch.randn(4, 8), torch.randn(5, 8)), ValueError, 'same shape'),
@@ -165,7 +169,8 @@ def test_row_logsumexp_on_both_sides_of_the_switch_to_row_maxima(dtype, bound, s
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(10, 6)), ValueError, 'features'),
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(3, 2, 8)), ValueError, 'per-query'),
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 0, 8)), ValueError, 'per-query'),
-    (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(1, 4, 2, 8)), ValueError, "negatives must have"),
+    (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(1, 4, 2, 8)), ValueError,
+     "negatives must have"),
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), torch.randn(0, 8)), ValueError, 'empty'),
     (lambda: info_nce(torch.randn(4, 8), torch.randn(4, 8), reduction='avg'), ValueError, 'reduction'),
     (lambda: nt_xent(torch.randn(4, 8), torch.randn(4, 8), chunk_size=0), ValueError, 'chunk_size'),
@@ -190,7 +195,8 @@ def test_train_on_pairs_steps_views_and_reproducibility():
                                  seed=seed, progress=False)
         return history, seen, weight
     history, seen, weight = run(0)
-    assert list(history.columns) == ['epoch', 'step', 'loss'] and len(history) == 2 * (21 // 5)  # the ragged batch is dropped
+    # the ragged batch is dropped
+    assert list(history.columns) == ['epoch', 'step', 'loss'] and len(history) == 2 * (21 // 5)
     assert all(shape == (5, 3, 16, 16) and not same for shape, same in seen) and weight.item() != 1.0
     assert history.equals(run(0)[0]) and not history.equals(run(1)[0])
 

@@ -41,8 +41,9 @@ def lab(tmp_path_factory):
            'JUPYTER_RUNTIME_DIR': str(root / 'runtime'), 'IPYTHONDIR': str(root / 'ipython')}
     log = open(root / 'server.log', 'w')
     server = subprocess.Popen(
-        [sys.executable, '-m', 'jupyterlab', '--no-browser', '--ip=127.0.0.1', f'--port={port}', '--ServerApp.port_retries=0',
-         f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root / "nbs"}', '--allow-root',
+        [sys.executable, '-m', 'jupyterlab', '--no-browser', '--ip=127.0.0.1', f'--port={port}',
+         '--ServerApp.port_retries=0', f'--IdentityProvider.token={token}',
+         f'--ServerApp.root_dir={root / "nbs"}', '--allow-root',
          f'--LabApp.user_settings_dir={root / "settings"}', f'--LabApp.workspaces_dir={root / "workspaces"}'],
         env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f'http://127.0.0.1:{port}'
@@ -114,7 +115,8 @@ def test_lesson_runs_all_in_jupyterlab(chromium, lab, artifacts):
         size = figures.first.evaluate('e => [e.naturalWidth, e.naturalHeight]')
         assert min(size) > 100, size
         page.screenshot(path=str(artifacts / 'jupyterlab-figure.png'))
-        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", has_text='Traceback')
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+                              has_text='Traceback')
         assert errors.count() == 0, errors.first.inner_text()
         # They ran, yet stay out of sight: each under its own collapsed "Solution to exercise N" heading.
         assert not outputs.filter(has_text='✓ matches the reference').nth(2).is_visible()

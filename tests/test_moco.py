@@ -92,7 +92,8 @@ def test_queue_state_round_trip(tmp_path):
     restored = MoCoQueue(7, 5, seed=99)
     restored.load_state_dict(torch.load(path))
     assert set(queue.state_dict()) == {'keys', 'pointer', 'seen'}
-    assert torch.equal(restored.negatives(), queue.negatives()) and int(restored.pointer) == 3 and int(restored.seen) == 10
+    assert (torch.equal(restored.negatives(), queue.negatives()) and int(restored.pointer) == 3
+            and int(restored.seen) == 10)
     more = rand(4, 5, seed=2)
     queue.enqueue(more), restored.enqueue(more)
     assert torch.equal(restored.negatives(), queue.negatives()) and int(restored.pointer) == int(queue.pointer)
@@ -147,7 +148,8 @@ def test_enqueue_accepts_any_floating_layout(layout):
 # --- momentum update -------------------------------------------------------------------------------------------------
 
 def drifted_pair(seed=0):
-    "An encoder with BatchNorm and a copy, after the original took a training-mode step (weights and statistics differ)."
+    """An encoder with BatchNorm and a copy, after the original took a training-mode step (weights and statistics
+    differ)."""
     torch.manual_seed(seed)
     online = SmallCNN(width=4, blocks=2).double()
     target = copy.deepcopy(online)
@@ -204,7 +206,8 @@ def test_momentum_update_by_hand():
     assert path == pytest.approx([0.1, 0.19, 0.271])
 
 @pytest.mark.parametrize('m, error', [(1.5, ValueError), (-0.1, ValueError), (float('nan'), ValueError),
-                                      (float('inf'), ValueError), (True, TypeError), ('0.9', TypeError), (None, TypeError)])
+                                      (float('inf'), ValueError), (True, TypeError), ('0.9', TypeError),
+                                      (None, TypeError)])
 def test_momentum_outside_unit_interval_is_an_error(m, error):
     online, target = nn.Linear(2, 2), nn.Linear(2, 2)
     before = target.weight.clone()
@@ -225,7 +228,8 @@ def test_momentum_update_rejects_non_modules():
 
 def test_momentum_update_checks_everything_before_changing_anything():
     "Parameters match but buffers do not: nothing may be half-updated."
-    online, target = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)), nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    online, target = (nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)),
+                      nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)))
     target[1].register_buffer('extra', torch.zeros(1))
     before = snapshot(target)
     with pytest.raises(ValueError, match='buffers'): momentum_update(online, target, 0.5)
@@ -261,7 +265,7 @@ def test_batch_statistics_only_restores_tracking_after_an_error_and_leaves_untra
     with pytest.raises(TypeError, match='module'):
         with batch_statistics_only(torch.ones(3)): pass
 
-# --- MoCo --------------------------------------------------------------------------------------------------------------
+# --- MoCo ------------------------------------------------------------------------------------------------------------
 
 def tiny_moco(**kwargs):
     torch.manual_seed(0)
@@ -272,8 +276,10 @@ def views(n=12, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.rand(n, 3, 16, 16, generator=g), torch.rand(n, 3, 16, 16, generator=g)
 
-def key_params(model): return [p.detach().clone() for p in [*model.encoder_k.parameters(), *model.head_k.parameters()]]
-def query_params(model): return [p.detach().clone() for p in [*model.encoder_q.parameters(), *model.head_q.parameters()]]
+def key_params(model):
+    return [p.detach().clone() for p in [*model.encoder_k.parameters(), *model.head_k.parameters()]]
+def query_params(model):
+    return [p.detach().clone() for p in [*model.encoder_q.parameters(), *model.head_q.parameters()]]
 
 def reference_step(model, x_q, x_k):
     """One MoCo step from parts tested on their own: `momentum_update`, batch-statistics keys and `info_nce`
@@ -323,7 +329,8 @@ def test_m_zero_copies_the_whole_key_side_buffers_included():
         assert all(torch.equal(a, b) for a, b in zip(net_q.state_dict().values(), net_k.state_dict().values()))
 
 def test_a_batch_is_never_its_own_negative():
-    "Queries equal to their keys (m = 0, same view twice, no batch dependence): read-first keeps the loss far below log 2."
+    """Queries equal to their keys (m = 0, same view twice, no batch dependence): read-first keeps the loss far below
+    log 2."""
     torch.manual_seed(0)
     encoder = SmallCNN(width=8, blocks=2, norm='group')
     model = MoCo(encoder, nn.Sequential(nn.Linear(encoder.feature_dim, 16)), queue_size=32, m=0.0, temperature=0.05)
@@ -350,7 +357,8 @@ def test_key_encoder_gets_no_gradient_and_only_momentum_moves_it():
     loss = model(x1, x2)
     k0 = key_params(model)
     loss.backward()
-    assert all(p.grad is None and not p.requires_grad for p in [*model.encoder_k.parameters(), *model.head_k.parameters()])
+    assert all(p.grad is None and not p.requires_grad
+               for p in [*model.encoder_k.parameters(), *model.head_k.parameters()])
     assert all(p.grad is not None for p in model.encoder_q.parameters())
     optimiser.step()
     k1, q1 = key_params(model), query_params(model)
@@ -368,7 +376,8 @@ def test_key_forward_leaves_running_statistics_to_the_momentum_update():
 def test_m_zero_key_side_is_the_query_side():
     model = tiny_moco(m=0.0)
     model(*views())
-    assert all(torch.equal(a, b) for a, b in zip(model.encoder_q.state_dict().values(), model.encoder_k.state_dict().values()))
+    assert all(torch.equal(a, b)
+               for a, b in zip(model.encoder_q.state_dict().values(), model.encoder_k.state_dict().values()))
 
 def test_eval_mode_changes_nothing():
     model = tiny_moco().eval()
@@ -413,7 +422,8 @@ def test_shuffle_bn_with_a_split_that_does_not_divide_the_batch(batch, splits):
 
 def test_shuffle_bn_changes_batchnorm_statistics():
     x1, x2 = views()
-    assert not torch.isclose(tiny_moco(bn_splits=1)(x1, x2), tiny_moco(bn_splits=3)(x1, x2, torch.Generator().manual_seed(0)))
+    assert not torch.isclose(tiny_moco(bn_splits=1)(x1, x2),
+                             tiny_moco(bn_splits=3)(x1, x2, torch.Generator().manual_seed(0)))
 
 def test_moco_state_round_trip(tmp_path):
     model = tiny_moco()
@@ -488,7 +498,7 @@ def test_channels_last_and_non_contiguous_views_give_the_same_loss():
     assert not strided.is_contiguous()
     assert torch.isclose(tiny_moco()(strided, x2), tiny_moco()(strided.contiguous(), x2), atol=1e-6)
 
-# --- training loop ------------------------------------------------------------------------------------------------------
+# --- training loop ---------------------------------------------------------------------------------------------------
 
 def test_train_moco_smoke():
     from contrastive_nb.data import make_shapes

@@ -185,7 +185,8 @@ def test_resnet18_small_output_shapes(resnet, size):
 def test_resnet18_small_stem_and_body(resnet):
     assert resnet.conv1.kernel_size == (3, 3) and resnet.conv1.stride == (1, 1) and resnet.conv1.bias is None
     assert isinstance(resnet.maxpool, nn.Identity) and isinstance(resnet.fc, nn.Identity)
-    reference = {k: v.shape for k, v in resnet18(weights=None).state_dict().items() if not k.startswith(('conv1', 'fc'))}
+    reference = {k: v.shape for k, v in resnet18(weights=None).state_dict().items()
+                 if not k.startswith(('conv1', 'fc'))}
     assert {k: v.shape for k, v in resnet.state_dict().items() if k != 'conv1.weight'} == reference
     assert 11_000_000 < n_parameters(resnet) < 11_300_000
 

@@ -1,4 +1,5 @@
-"""Every notebook in nbs/ runs top to bottom through nbdev's test machinery (cell flags honoured, heavy cells shrunk)."""
+"""Every notebook in nbs/ runs top to bottom through nbdev's test machinery (cell flags honoured, heavy cells
+shrunk)."""
 import pytest
 from nbdev.config import get_config
 from nbdev.test import test_nb as run_notebook

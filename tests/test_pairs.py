@@ -116,7 +116,8 @@ def test_temporal_masks_unsigned_times_do_not_wrap():
 @pytest.mark.parametrize('times, window, seqs, error', [
     (torch.tensor([[0, 1]]), 1, None, ValueError), (torch.tensor([0.0, float('nan')]), 1, None, ValueError),
     (torch.tensor([0.0, float('inf')]), 1, None, ValueError), (torch.arange(3), -1, None, ValueError),
-    (torch.arange(3), float('nan'), None, ValueError), (torch.arange(3), 1, torch.zeros(2, dtype=torch.long), ValueError),
+    (torch.arange(3), float('nan'), None, ValueError),
+    (torch.arange(3), 1, torch.zeros(2, dtype=torch.long), ValueError),
     (torch.arange(3), 1, torch.zeros(3), TypeError), (torch.tensor([True, False]), 1, None, TypeError),
     (torch.arange(3), True, None, TypeError), (torch.arange(3), '1', None, TypeError)])
 def test_temporal_masks_reject_bad_input(times, window, seqs, error):
@@ -174,9 +175,10 @@ def test_v2_transform_on_a_batch_shares_its_parameters(shapes):
 
 # --- other sources of positives ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize('x, y, phrase', [(0.1, 0.1, 'in the upper left'), (0.5, 0.1, 'at the top'), (0.9, 0.2, 'in the upper right'),
-                                          (0.1, 0.5, 'on the left'), (0.5, 0.5, 'in the centre'), (0.8, 0.5, 'on the right'),
-                                          (0.2, 0.9, 'in the lower left'), (0.5, 1.0, 'at the bottom'), (1.0, 1.0, 'in the lower right')])
+@pytest.mark.parametrize('x, y, phrase', [
+    (0.1, 0.1, 'in the upper left'), (0.5, 0.1, 'at the top'), (0.9, 0.2, 'in the upper right'),
+    (0.1, 0.5, 'on the left'), (0.5, 0.5, 'in the centre'), (0.8, 0.5, 'on the right'),
+    (0.2, 0.9, 'in the lower left'), (0.5, 1.0, 'at the bottom'), (1.0, 1.0, 'in the lower right')])
 def test_position_phrase(x, y, phrase):
     assert position_phrase(x, y) == phrase
 
@@ -202,7 +204,8 @@ def test_position_phrase_rejects_points_outside_the_image(x, y, error):
 TEXT = "Hi, I was charged twice for my subscription. Please refund one payment!"
 
 @FAST
-@given(st.lists(st.sampled_from(list('abc ,.!') + ['charged ', 'Twice, ', 'app ']), max_size=40).map(''.join), st.integers(0, 2**32 - 1))
+@given(st.lists(st.sampled_from(list('abc ,.!') + ['charged ', 'Twice, ', 'app ']), max_size=40).map(''.join),
+       st.integers(0, 2**32 - 1))
 def test_text_views_are_deterministic_under_a_seed(text, seed):
     for fn in (delete_words, replace_synonyms, mask_span, ticket_view):
         assert fn(text, rng=seed) == fn(text, rng=seed)
@@ -298,7 +301,8 @@ def test_false_negative_formula_matches_simulation_without_replacement(b, c, n):
         batch = labels[torch.randperm(n, generator=g)[:b]]
         others = torch.bincount(batch, minlength=c)[batch] - 1
         means.append(others.float().mean()); anys.append((others > 0).float().mean())
-    assert torch.stack(means).mean().item() == pytest.approx(expected_false_negatives(b, c, dataset_size=n), rel=0.03, abs=0.01)
+    assert torch.stack(means).mean().item() == pytest.approx(expected_false_negatives(b, c, dataset_size=n),
+                                                             rel=0.03, abs=0.01)
     assert torch.stack(anys).mean().item() == pytest.approx(chance_of_false_negative(b, c, dataset_size=n), abs=0.02)
 
 def test_false_negatives_counted_with_the_masks():
@@ -315,7 +319,8 @@ def test_false_negative_numbers_from_the_literature():
     assert expected_false_negatives(1, 10) == 0 and chance_of_false_negative(1, 10) == 0
     # only 18 samples of other classes: returned as the literal 1.0, so exact
     assert chance_of_false_negative(20, 10, dataset_size=20) == 1.0
-    # N = 20, C = 2: of the anchor's 19 possible batch mates 9 share its class; no false negative = all 3 from the other 10.
+    # N = 20, C = 2: of the anchor's 19 possible batch mates 9 share its class; no false negative = all 3 from the
+    # other 10.
     assert chance_of_false_negative(4, 2, dataset_size=20) == pytest.approx(1 - math.comb(10, 3) / math.comb(19, 3))
 
 @pytest.mark.parametrize('call, error', [
@@ -325,6 +330,7 @@ def test_false_negative_numbers_from_the_literature():
     (lambda: expected_false_negatives(10, 5, n_views=0), ValueError),
     (lambda: chance_of_false_negative(10, 3, dataset_size=100), ValueError),
     (lambda: expected_false_negatives(True, 10), TypeError), (lambda: expected_false_negatives(10.0, 10), TypeError),
-    (lambda: chance_of_false_negative(10, 2.5), TypeError), (lambda: expected_false_negatives(10, 5, n_views=2.0), TypeError)])
+    (lambda: chance_of_false_negative(10, 2.5), TypeError),
+    (lambda: expected_false_negatives(10, 5, n_views=2.0), TypeError)])
 def test_false_negative_formulas_reject_bad_input(call, error):
     with pytest.raises(error): call()

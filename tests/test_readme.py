@@ -35,7 +35,8 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r'^```python\n(.*?)^```$', text, flags=re.MULTILINE | re.DOTALL)
 
 def test_python_blocks_are_found():
-    assert python_blocks("a\n```python\nx = 1\n```\n```bash\nls\n```\n```python\ny = 2\n```\n") == ['x = 1\n', 'y = 2\n']
+    assert python_blocks("a\n```python\nx = 1\n```\n```bash\nls\n```\n"
+                         "```python\ny = 2\n```\n") == ['x = 1\n', 'y = 2\n']
 
 @pytest.mark.parametrize('index', range(3))
 def test_readme_quickstart_runs_as_written(index, tmp_path):

@@ -42,7 +42,8 @@ def test_seed_example_exact():
     anchor = torch.tensor([0.6, 0.8])
     candidates = torch.tensor([[0.8, 0.6], [1.0, 0.0], [-0.8, 0.6]])  # positive, hard negative, easy negative
     assert torch.allclose(cosine_similarity(anchor, candidates), torch.tensor([0.96, 0.60, 0.00]), atol=1e-6)
-    assert torch.allclose(cosine_similarity(anchor.double(), candidates.double()), torch.tensor([0.96, 0.60, 0.00], dtype=F64), atol=1e-15)
+    assert torch.allclose(cosine_similarity(anchor.double(), candidates.double()),
+                          torch.tensor([0.96, 0.60, 0.00], dtype=F64), atol=1e-15)
 
 @settings(max_examples=60, deadline=None)
 @given(pairs_of_batches(min_norm=REF))
@@ -73,7 +74,8 @@ def test_cosine_broadcasts_leading_dimensions_only():
     assert cosine_similarity(a[:, None], b).shape == (5, 3)
     assert torch.allclose(cosine_similarity(a[:, None], b), similarity_matrix(a, b), atol=1e-6)
     assert cosine_similarity(a[0], a[1]).shape == ()
-    with pytest.raises(ValueError, match='same number of features'): cosine_similarity(torch.randn(5, 1), torch.randn(5, 4))
+    with pytest.raises(ValueError, match='same number of features'):
+        cosine_similarity(torch.randn(5, 1), torch.randn(5, 4))
     with pytest.raises(ValueError, match='do not broadcast'): cosine_similarity(a, b)
 
 @pytest.mark.parametrize('dtype,value', [(torch.float16, 300.0), (torch.float16, 3e-5), (torch.bfloat16, 1e30),
@@ -133,7 +135,8 @@ def test_similarity_matrix_is_the_loop_of_cosines(a, data):
 @given(batches(), st.randoms(use_true_random=False))
 def test_similarity_matrix_symmetric_and_permutation_equivariant(a, rnd):
     S = similarity_matrix(a)
-    assert torch.allclose(S, S.T, atol=1e-12) and torch.allclose(S.diagonal(), torch.ones(len(a), dtype=F64), atol=1e-12)
+    assert (torch.allclose(S, S.T, atol=1e-12)
+            and torch.allclose(S.diagonal(), torch.ones(len(a), dtype=F64), atol=1e-12))
     p = torch.tensor(rnd.sample(range(len(a)), len(a)))
     assert torch.allclose(similarity_matrix(a[p]), S[p][:, p], atol=1e-12)
     b = a.flip(0) * 3.0
@@ -217,7 +220,8 @@ def test_uniformity_equally_spaced_circle_closed_form(t):
     n = 720
     theta = torch.arange(n, dtype=F64) * 2 * math.pi / n
     m = math.exp(-2 * t) * float(np.i0(2 * t))
-    assert uniformity(torch.stack([theta.cos(), theta.sin()], 1), t).item() == pytest.approx(math.log((n * m - 1) / (n - 1)), rel=1e-10)
+    assert uniformity(torch.stack([theta.cos(), theta.sin()], 1), t).item() == pytest.approx(
+        math.log((n * m - 1) / (n - 1)), rel=1e-10)
 
 def test_uniformity_random_points_on_the_two_sphere():
     "Uniform on S²: the cosine is uniform on [−1, 1], so E exp(−t‖u−v‖²) = e^{−2t} sinh(2t)/(2t); strongly negative."
@@ -272,8 +276,10 @@ NAN, INF = float('nan'), float('inf')
     (lambda: cosine_similarity(torch.zeros(2, 3, 4), torch.ones(4)), ValueError, 'at 6 indices'),
     (lambda: l2_normalize(torch.zeros(3, dtype=torch.float16)), ValueError, 'zero vector'),
     (lambda: similarity_matrix(torch.tensor([[1.0, NAN]])), ValueError, 'NaN or inf'),
-    (lambda: alignment(torch.tensor([[1.0, INF]]), torch.ones(1, 2)), ValueError, 'x has a vector containing NaN or inf'),
-    (lambda: uniformity(torch.tensor([[1.0, 0.0], [-INF, 1.0]])), ValueError, 'x has a vector containing NaN or inf at row 1'),
+    (lambda: alignment(torch.tensor([[1.0, INF]]), torch.ones(1, 2)), ValueError,
+     'x has a vector containing NaN or inf'),
+    (lambda: uniformity(torch.tensor([[1.0, 0.0], [-INF, 1.0]])), ValueError,
+     'x has a vector containing NaN or inf at row 1'),
     (lambda: cosine_similarity(torch.randn(3, 4), torch.randn(3, 5)), ValueError, 'same number of features'),
     (lambda: similarity_matrix(torch.randn(3, 4), torch.randn(3, 5)), ValueError, 'same number of features'),
     (lambda: similarity_matrix(torch.randn(5)), ValueError, r'a\[None\]'),
@@ -282,7 +288,8 @@ NAN, INF = float('nan'), float('inf')
     (lambda: alignment(torch.randn(4)[None], torch.randn(4)), ValueError, r'\(N, D\) batch'),
     (lambda: alignment(torch.randn(4, 3), torch.randn(5, 3)), ValueError, 'same shape'),
     (lambda: alignment(torch.randn(0, 3), torch.randn(0, 3)), ValueError, 'at least one pair'),
-    (lambda: alignment(torch.randn(2, 3), torch.randn(2, 3), alpha=0), ValueError, r'alpha must be a finite number in \(0'),
+    (lambda: alignment(torch.randn(2, 3), torch.randn(2, 3), alpha=0), ValueError,
+     r'alpha must be a finite number in \(0'),
     (lambda: uniformity(torch.randn(1, 3)), ValueError, 'at least two'),
     (lambda: uniformity(torch.randn(4, 3), t=-1.0), ValueError, 't must be a finite number'),
     (lambda: uniformity(torch.randn(4, 3), t=NAN), ValueError, 't must be a finite number'),

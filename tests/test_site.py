@@ -33,8 +33,8 @@ def site():
     built = subprocess.run([sys.executable, str(ROOT / 'scripts' / 'build_site.py')], capture_output=True, text=True)
     assert built.returncode == 0, built.stdout + built.stderr
     port = free_port()
-    server = subprocess.Popen([sys.executable, '-m', 'http.server', str(port), '--bind', '127.0.0.1', '--directory', str(SITE)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([sys.executable, '-m', 'http.server', str(port), '--bind', '127.0.0.1',
+                               '--directory', str(SITE)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f'http://127.0.0.1:{port}/'
     try:
         wait_for_http(base, 15, server)
@@ -68,7 +68,8 @@ def open_page(page, url):
 def test_home_and_every_lesson_are_in_the_sidebar_and_load(page, site, artifacts):
     open_page(page, site + 'index.html')
     page.screenshot(path=str(artifacts / 'site-home.png'))
-    links = page.eval_on_selector_all('#quarto-sidebar a.sidebar-link[href]', 'els => els.map(e => e.getAttribute("href"))')
+    links = page.eval_on_selector_all('#quarto-sidebar a.sidebar-link[href]',
+                                      'els => els.map(e => e.getAttribute("href"))')
     for nb in lesson_notebooks():
         name = page_name(nb)
         assert name in links, f'{nb.name} ({name}) is missing from the sidebar: add it to nbs/sidebar.yml'
@@ -371,7 +372,8 @@ def test_tidy_outputs_keeps_each_bar_once_and_drops_local_paths():
 def test_build_steps_on_small_inputs():
     from build_site import drop_remote_assets, mark_numbers, mathml, tex_delimiters_to_dollars
     md = 'Inline \\(a_i\\), code `\\(kept\\)`,\n\\[\n\\sum_i a_i\n\\]\n```\n\\(kept too\\)\n```'
-    assert tex_delimiters_to_dollars(md) == 'Inline $a_i$, code `\\(kept\\)`,\n$$\\sum_i a_i$$\n```\n\\(kept too\\)\n```'
+    assert tex_delimiters_to_dollars(md) == ('Inline $a_i$, code `\\(kept\\)`,\n$$\\sum_i a_i$$\n'
+                                             '```\n\\(kept too\\)\n```')
     errors = []
     out = mathml('<span class="math inline">\\(\\log p_+ &lt; 1\\)</span>'
                  '<span class="math display">\\[\\frac{1}{2}\\]</span>', errors, 'page')

@@ -1,4 +1,5 @@
-"""The package is exactly what the notebooks export, and the notebooks are clean (nbdev-export + nbdev-clean change nothing)."""
+"""The package is exactly what the notebooks export, and the notebooks are clean (nbdev-export + nbdev-clean change
+nothing)."""
 import filecmp, shutil, subprocess, sys
 from pathlib import Path
 

@@ -162,7 +162,8 @@ def test_losses_refuse_a_nonpositive_tensor_temperature(tau):
 @pytest.mark.parametrize('kwargs, match', [
     (dict(init=0.0), 'init'), (dict(init=-0.07), 'init'), (dict(init=float('nan')), 'init'),
     (dict(init=0.001), 'outside'), (dict(init=2.0), 'outside'),
-    (dict(max_scale=0.0), 'max_scale'), (dict(min_scale=-1.0), 'min_scale'), (dict(max_scale=float('inf')), 'max_scale'),
+    (dict(max_scale=0.0), 'max_scale'), (dict(min_scale=-1.0), 'min_scale'),
+    (dict(max_scale=float('inf')), 'max_scale'),
     (dict(min_scale=200.0), 'must not exceed'),
 ])
 def test_learnable_temperature_bad_arguments(kwargs, match):
@@ -190,21 +191,24 @@ def test_gradient_reaches_the_parameter_and_follows_the_chain_rule(form):
     q, p = torch.randn(6, 5, dtype=F64, generator=g), torch.randn(6, 5, dtype=F64, generator=g)
     negatives = {'nt_xent': None, 'in-batch': None, 'shared': torch.randn(9, 5, dtype=F64, generator=g),
                  'per-query': torch.randn(6, 4, 5, dtype=F64, generator=g)}[form]
-    loss = (lambda t: nt_xent(q, p, temperature=t)) if form == 'nt_xent' else (lambda t: info_nce(q, p, negatives, temperature=t))
+    loss = ((lambda t: nt_xent(q, p, temperature=t)) if form == 'nt_xent'
+            else (lambda t: info_nce(q, p, negatives, temperature=t)))
     module = LearnableTemperature(init=0.2).double()
     loss(module.temperature).backward()
     tau = torch.tensor(0.2, dtype=F64, requires_grad=True)
     loss(tau).backward()
     assert module.log_scale.grad is not None and module.log_scale.grad != 0
     assert torch.isclose(module.log_scale.grad, -0.2 * tau.grad)  # τ = exp(−log_scale): dτ/dlog_scale = −τ
-    assert torch.autograd.gradcheck(lambda s: nt_xent(q, p, temperature=(-s).exp()), (module.log_scale.detach().clone().requires_grad_(),))
+    assert torch.autograd.gradcheck(lambda s: nt_xent(q, p, temperature=(-s).exp()),
+                                    (module.log_scale.detach().clone().requires_grad_(),))
 
 def test_clamp_holds_at_both_ends():
     module = LearnableTemperature()
     g = torch.Generator().manual_seed(3)
     z1, z2 = torch.randn(8, 4, generator=g), torch.randn(8, 4, generator=g)
     with torch.no_grad(): module.log_scale.fill_(50.0)
-    assert math.isclose(module.scale.item(), 100.0, rel_tol=1e-6) and math.isclose(module.temperature.item(), 0.01, rel_tol=1e-6)
+    assert (math.isclose(module.scale.item(), 100.0, rel_tol=1e-6)
+            and math.isclose(module.temperature.item(), 0.01, rel_tol=1e-6))
     nt_xent(z1, z2, temperature=module.temperature).backward()
     beyond = module.log_scale.grad.clone()
     module.clamp_()
@@ -271,7 +275,8 @@ def _embeddings(n: int = 256, d: int = 64, seed: int = 6):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, d, generator=g)
     # Positives only a little closer than the nearest negatives: at τ = 0.01 the loss is of order 1, not 0 or 1000.
-    return x, x + 2.5 * torch.randn(n, d, generator=g), torch.randn(3 * n, d, generator=g), torch.randn(n, 8, d, generator=g)
+    return (x, x + 2.5 * torch.randn(n, d, generator=g), torch.randn(3 * n, d, generator=g),
+            torch.randn(n, 8, d, generator=g))
 
 LOSSES = {
     'nt_xent': lambda a, b, q, pq, t: nt_xent(a, b, temperature=t),

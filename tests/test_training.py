@@ -213,7 +213,8 @@ def test_lars_clip_makes_each_layers_rate_the_ratio_capped_at_lr():
     free, _ = _one_lars_step(1e-3, trust=0.02)
     assert torch.allclose(3.0 - clipped, torch.full((2, 2), 0.4 * d), rtol=2e-3)
     assert torch.allclose(3.0 - free, torch.full((2, 2), 0.4 * ratio * d), rtol=1e-3)
-    # a large gradient: the ratio 0.02 · 6 / ‖g + λw‖ = 0.06 is below lr, and it is the rate by itself (no lr factor)
+    # a large gradient: the ratio 0.02 · 6 / ‖g + λw‖ = 0.06 is below lr, and it is the rate by itself
+    # (no lr factor)
     d, ratio = 1.0 + 1e-4 * 3.0, 0.02 * 6.0 / (2 * (1.0 + 1e-4 * 3.0))
     assert torch.allclose(3.0 - _one_lars_step(1.0, trust=0.02, clip=True)[0], torch.full((2, 2), ratio * d))
     assert torch.allclose(3.0 - _one_lars_step(1.0, trust=0.02)[0], torch.full((2, 2), 0.4 * ratio * d))
@@ -818,7 +819,8 @@ def test_a_run_dir_that_cannot_be_written_is_refused_before_any_work(tmp_path, m
 
 @pytest.mark.parametrize('change,error,match', [
     (lambda d: {'train': d['train'], 'test': d['test']}, ValueError, r"datasets lacks the split\(s\) \['val'\]"),
-    (lambda d: {**d, 'train': d['train'].images}, TypeError, r"datasets\['train'\] must be an ImageDataset, got Tensor"),
+    (lambda d: {**d, 'train': d['train'].images}, TypeError,
+     r"datasets\['train'\] must be an ImageDataset, got Tensor"),
     (lambda d: {**d, 'train': d['train'].subset(slice(0, 7))}, ValueError,
      r"datasets\['train'\] holds 7 images: fewer than one batch \(batch_size = 8\)"),
     (lambda d: [d['train'], d['val'], d['test']], TypeError, 'datasets must be a dict'),

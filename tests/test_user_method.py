@@ -101,7 +101,8 @@ from contrastive_nb.methods import method_spec
     ('import sys\n\nsys.exit(3)\n', 'exits when imported (sys.exit(3), at line 3)'),
     ('exit()\n', 'exits when imported (sys.exit(None), at line 1)'),
     ('raise SystemExit("usage: method.py")\n', "exits when imported (sys.exit('usage: method.py'), at line 1)"),
-    ('x = 1\nraise RuntimeError("no GPU here\\nsecond line")\n', 'fails when run: RuntimeError: no GPU here (at line 2)'),
+    ('x = 1\nraise RuntimeError("no GPU here\\nsecond line")\n',
+     'fails when run: RuntimeError: no GPU here (at line 2)'),
     ('import no_such_module_41\n', "ModuleNotFoundError: No module named 'no_such_module_41'"),
     ('raise GeneratorExit\n', 'fails when run: GeneratorExit (at line 1)'),  # no message: no empty ': '
 ])
@@ -133,7 +134,8 @@ TINY_ONE = [*TINY[:-4], '--epochs', '1']
      'must be built as builder(encoder, head, options, setup)'),
     ('class Mine(TwoViewMethod):\n    def pair_loss(self, z1, z2, batch): return (z1 - z2).pow(2)\n',
      "Mine's loss must be one number computed from the networks (a scalar tensor with a gradient), got shape (16, 8)"),
-    ('class Mine(TwoViewMethod):\n    def pair_loss(self, z1, z2, batch): return torch.tensor(1.0, requires_grad=True)\n',
+    ('class Mine(TwoViewMethod):\n'
+     '    def pair_loss(self, z1, z2, batch): return torch.tensor(1.0, requires_grad=True)\n',
      "reaches none of the parameters it trains"),  # was: trained nothing, silently
     ('class Mine(TwoViewMethod):\n    def pair_loss(self, z1, z2, batch): return (z1 - z2).sum() * float("nan")\n',
      "the loss is nan at step 0: lower lr, or check the loss of Mine"),  # was a FloatingPointError traceback

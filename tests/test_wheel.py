@@ -14,8 +14,8 @@ def test_wheel_installs_and_imports(tmp_path):
     for name in ('pyproject.toml', 'README.md', 'LICENSE', 'contrastive_nb', 'data'):
         (shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns('__pycache__'))
          if (ROOT / name).is_dir() else shutil.copy(ROOT / name, src / name))
-    subprocess.run([sys.executable, '-m', 'build', '--wheel', '--no-isolation', '--outdir', str(tmp_path / 'dist'), str(src)],
-                   check=True, capture_output=True)
+    subprocess.run([sys.executable, '-m', 'build', '--wheel', '--no-isolation', '--outdir', str(tmp_path / 'dist'),
+                    str(src)], check=True, capture_output=True)
     wheel = next((tmp_path / 'dist').glob('contrastive_nb-*.whl'))
     names = zipfile.ZipFile(wheel).namelist()
     assert 'contrastive_nb/data.py' in names and 'contrastive_nb/course_data/tickets.csv' in names
@@ -50,6 +50,7 @@ def test_wheel_installs_and_imports(tmp_path):
     out = subprocess.run([str(py), '-m', 'torch.distributed.run', '--nproc-per-node=2', '--master-addr=127.0.0.1',
                           f'--master-port={port}', '-m', 'contrastive_nb.cli', 'train', *tiny, '--run-dir', 'two',
                           '--method', 'simclr_global', '--norm', 'group', '--options.grad-cache-chunk', '4'],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count('"step": 5') == 1 and (tmp_path / 'two' / 'report.json').exists()

@@ -1,12 +1,13 @@
-"""Lesson 13's methods in the trainer and on the command line: BYOL resumes bit for bit (its target and momentum schedule
-are in the checkpoint), and Barlow Twins and VICReg on 2 gloo processes compute the loss of the global batch, as one
-process does on all the rows."""
+"""Lesson 13's methods in the trainer and on the command line: BYOL resumes bit for bit (its target and momentum
+schedule are in the checkpoint), and Barlow Twins and VICReg on 2 gloo processes compute the loss of the global
+batch, as one process does on all the rows."""
 import pytest
 import torch
 from torch import nn
 
 from test_cli import TINY, cli, final_weights, train_until_killed
 from contrastive_nb.launch import launch
+from contrastive_nb.loop import Callback
 from contrastive_nb.runs import latest_checkpoint, load_latest_checkpoint
 from contrastive_nb.training import TrainConfig, Trainer, resume, train
 from contrastive_nb.without_negatives import (BarlowTwins, VICReg, barlow_twins_loss, byol_momentum,
@@ -15,17 +16,16 @@ from contrastive_nb.without_negatives import (BarlowTwins, VICReg, barlow_twins_
 SMALL = dict(n_train=72, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8,
              batch_size=16, epochs=3, knn_every=0, progress=False, threads=1, schedule='cosine')
 
-class StopAtStep(Trainer):
-    "A run that dies at step 7 (after its checkpoint at step 6)."
-    def train_step(self):
-        if self.step == 7: raise KeyboardInterrupt("stopped")
-        return super().train_step()
+class StopAtStep(Callback):
+    "The run dies as it starts step 7 (after its checkpoint at step 6)."
+    def before_step(self, loop):
+        if loop.step == 7: raise KeyboardInterrupt("stopped")
 
 @pytest.mark.parametrize('method', ['byol', 'simsiam', 'barlow_twins', 'vicreg'])
 def test_a_stopped_run_resumes_to_the_same_weights(tmp_path, method):
     config = TrainConfig(**SMALL, method=method, checkpoint_every=3)  # 4 steps per epoch, 12 in all
     whole = train(config, tmp_path / 'whole')
-    with pytest.raises(KeyboardInterrupt): StopAtStep(config, tmp_path / 'stopped').fit()
+    with pytest.raises(KeyboardInterrupt): Trainer(config, tmp_path / 'stopped', callbacks=[StopAtStep()]).fit()
     resumed = resume(tmp_path / 'stopped')
     a, b = whole.method.state_dict(), resumed.method.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -33,8 +33,8 @@ def test_a_stopped_run_resumes_to_the_same_weights(tmp_path, method):
 def test_byol_keeps_its_target_and_schedule_in_the_checkpoint(tmp_path):
     run = train(TrainConfig(**SMALL, method='byol'), tmp_path)
     _, state = load_latest_checkpoint(tmp_path)
-    assert int(state['model']['steps']) == run.step == 12
-    assert any(k.startswith('target_encoder.') for k in state['model'])
+    assert int(state['loop']['method']['steps']) == run.step == 12
+    assert any(k.startswith('target_encoder.') for k in state['loop']['method'])
     assert run.method.momentum() == pytest.approx(1.0)  # the schedule ended at its final value
     trained = {id(p) for p in run.optimizer.param_groups[0]['params']}
     assert trained.isdisjoint(id(p) for p in run.method.target_encoder.parameters())
@@ -61,7 +61,8 @@ def _embeddings(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(12, 5, generator=g, dtype=torch.float64), torch.randn(12, 5, generator=g, dtype=torch.float64)
 
 def _local_loss_and_gradient() -> dict:
-    "In each of 2 processes: the method's loss of this process's 6 rows, and their gradient, averaged as the trainer does."
+    """In each of 2 processes: the method's loss of this process's 6 rows, and their gradient, averaged as the
+    trainer does."""
     import torch.distributed as dist
     rank, world = dist.get_rank(), dist.get_world_size()
     out = {}
@@ -234,8 +235,10 @@ def test_lesson_13_losses_refuse_embeddings_of_width_0_and_a_non_flag_check_valu
     # width 0: an IndexError from inside torch (the row scale's amax) or a RuntimeError (VICReg's overflow message)
     from contrastive_nb.without_negatives import byol_loss, cross_correlation, simsiam_loss, vicreg_terms
     z = torch.zeros(4, 0)
-    calls = {'simsiam_loss': lambda **k: simsiam_loss(z, z, z, z, **k), 'byol_loss': lambda **k: byol_loss(z, z, z, z, **k),
-             'barlow_twins_loss': lambda **k: barlow_twins_loss(z, z, **k), 'vicreg_loss': lambda **k: vicreg_loss(z, z, **k),
+    calls = {'simsiam_loss': lambda **k: simsiam_loss(z, z, z, z, **k),
+             'byol_loss': lambda **k: byol_loss(z, z, z, z, **k),
+             'barlow_twins_loss': lambda **k: barlow_twins_loss(z, z, **k),
+             'vicreg_loss': lambda **k: vicreg_loss(z, z, **k),
              'vicreg_terms': lambda **k: vicreg_terms(z, z, **k)}
     for name, call in calls.items():
         with pytest.raises(ValueError, match=r'has 0 columns \(shape \(4, 0\)\)'): call()
@@ -327,3 +330,25 @@ def test_vicreg_is_the_official_codes_loss_and_gradient_bit_for_bit_where_nothin
         value.backward()
         results.append((value, a.grad, b.grad))
     assert all(torch.equal(x, y) for x, y in zip(*results))  # the same operations, on one machine
+
+class _Rates(Callback):
+    "The learning rate of each optimiser group as each step starts."
+    def __init__(self): self.rows = []
+    def before_step(self, loop): self.rows.append([g['lr'] for g in loop.optimizers[0].param_groups])
+
+@pytest.mark.parametrize('fixed', [True, False])
+def test_simsiams_predictor_keeps_its_rate_under_a_cosine_schedule_through_the_loop(fixed):
+    "Lesson 13's SimSiam arm on the one loop: warm-up and cosine for the networks, the predictor at lr throughout."
+    rates = _Rates()
+    config = TrainConfig(**{**SMALL, 'epochs': 3, 'schedule': 'cosine'}, method='simsiam', optimizer='sgd', lr=0.05,
+                         options={'fixed_predictor_lr': fixed}, warmup_epochs=1)
+    trainer = Trainer(config, callbacks=[rates])
+    trainer.fit()
+    predictor = {id(p) for p in trainer.method.predictor.parameters()}
+    groups = [{id(p) for p in g['params']} for g in trainer.optimizer.param_groups]
+    if fixed: assert groups == [groups[0], predictor] and not groups[0] & predictor  # a group of its own
+    else: assert len(groups) == 1 and predictor <= groups[0]  # scheduled with the rest
+    scheduled = [row[0] for row in rates.rows]
+    assert len(rates.rows) == trainer.total_steps == 12
+    assert scheduled[0] < scheduled[3] == pytest.approx(0.05) and scheduled[-1] < 0.1 * 0.05  # warm-up, cosine
+    if fixed: assert all(row[1] == 0.05 for row in rates.rows)  # the predictor's group: lr at every step
