@@ -1010,10 +1010,11 @@ def _recipe_files(folder: Path) -> list[tuple[str, str | None, Path]]:
     return found
 
 def read_recipes(
-    folder: str | Path = RECIPE_FOLDER, # <dataset>.toml (any method), <dataset>/<method>.toml
+    folder: str | Path | None = None, # <dataset>.toml, <dataset>/<method>.toml (None: the package's)
 ) -> dict[str, dict[str, dict]]: # dataset -> recipe name -> settings
     "Every recipe in `folder`: each file a table of named recipes; a method's file sets its method."
-    table, folder = {}, check_path(folder, 'folder')
+    table = {}
+    folder = Path(RECIPE_FOLDER) if folder is None else check_path(folder, 'folder')
     for dataset, method, path in _recipe_files(folder):
         try: recipes = tomllib.loads(path.read_text())
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
