@@ -1010,7 +1010,7 @@ def _recipe_files(folder: Path) -> list[tuple[str, str | None, Path]]:
     return found
 
 def read_recipes(
-    folder: str | Path | None = None, # <dataset>.toml, <dataset>/<method>.toml (None: the package's)
+    folder: str | Path | None = None, # holds <dataset>.toml, <dataset>/<method>.toml; None: ours
 ) -> dict[str, dict[str, dict]]: # dataset -> recipe name -> settings
     "Every recipe in `folder`: each file a table of named recipes; a method's file sets its method."
     table = {}
