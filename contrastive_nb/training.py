@@ -713,7 +713,8 @@ class Trainer:
         self.schedule = _Schedule(optimizer, constant, self.steps_per_epoch, c.epochs,
                                  c.warmup_epochs, c.schedule)
         self.knn_monitor = _KNNMonitor(lambda: self.knn('val'), c.knn_every)
-        self.epoch_log, self.monitors = _EpochLog(self._epoch_line), _Monitors(monitors, self)
+        self.epoch_log = _EpochLog(lambda epoch: _epoch_line(self, epoch))
+        self.monitors = _Monitors(monitors, self)
         parts = [SkipValueChecks(), self.metrics, self.schedule,
                  self.knn_monitor if len(self.data['val']) else None,
                  self.monitors if monitors else None,
@@ -788,7 +789,6 @@ class Trainer:
 
     def untrained_encoder(self) -> nn.Module: return _untrained_encoder(self.config, self.device)
     def baselines(self) -> dict[str, float]: return _baselines(self) # chance, pixels, untrained
-    def _epoch_line(self, epoch: int) -> str: return _epoch_line(self, epoch)
 
 # %% ../nbs/09_training.ipynb #3b82527f
 def _check_trainer(config, run_dir) -> TrainConfig:
