@@ -36,7 +36,9 @@ from contrastive_nb.augment import augment_batch  # noqa: E402
 from contrastive_nb.data import FASHION_MNIST_ROOT, as_float_images, write_fashion_mnist_fixture  # noqa: E402
 from contrastive_nb.evaluate import embed, knn_accuracy, linear_probe  # noqa: E402
 from contrastive_nb.experiments import paired_difference  # noqa: E402
-from contrastive_nb.training import TrainConfig, Trainer, load_datasets, lr_factor, recipe  # noqa: E402
+from contrastive_nb.datasets import recipe  # noqa: E402
+from contrastive_nb.optim import lr_factor  # noqa: E402
+from contrastive_nb.training import TrainConfig, Trainer, load_datasets  # noqa: E402
 
 FRACTIONS = (0.01, 0.1, 1.0)
 SCRATCH_EPOCHS = {0.01: 60, 0.1: 15}  # 1 %: 4 steps an epoch; 10 %: 42; 100 %: the pretraining's epochs

@@ -29,8 +29,9 @@ from .data import DatasetNotFoundError
 from .methods import method_names, method_spec
 from .launch import world
 from .runs import RUNTIME_SETTINGS, check_run_dir, latest_checkpoint
-from .training import (RECIPES, TRAIN_POLICY, TrainConfig, Trainer, format_seconds,
-                                     recipe, resume)
+from .datasets import RECIPES, recipe
+from .loop import format_seconds
+from .training import TRAIN_POLICY, TrainConfig, Trainer, resume
 
 # %% auto #0
 __all__ = ['option_help', 'build_parser', 'read_config_file', 'main']

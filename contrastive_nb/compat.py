@@ -18,6 +18,11 @@ MOVED = {  # module -> old name -> (module it lives in now, its name there)
     'training': {
         'save_checkpoint': ('runs', 'save_checkpoint'),
         'load_checkpoint': ('runs', 'load_checkpoint'),
+        'register_dataset': ('datasets', 'register_dataset'),
+        'read_recipes': ('datasets', 'read_recipes'),
+        'recipe': ('datasets', 'recipe'),
+        'RECIPES': ('datasets', 'RECIPES'),
+        'RECIPE_FOLDER': ('datasets', 'RECIPE_FOLDER'),
     },
     'memory_bank': {  # the builder: the class now takes (encoder, head, options, setup) itself
         'build_memory_bank_method': ('memory_bank', 'MemoryBankMethod'),

@@ -20,13 +20,12 @@ from torch import Tensor, nn
 from ._checks import (check_bool, check_choice, check_int, check_number,
                                     check_positive_int, check_tensor, check_seed, check_temperature)
 from .augment import AugmentationPolicy
-from .launch import peak_mib, reset_peak
 from .infonce import nt_xent_inputs, row_logsumexp, floor_at_zero, nt_xent
 from .loop import Callback, History, ImageBatches, Loop, StopFit
 from .models import ProjectionHead, SmallCNN
 from .moco import MoCoQueue
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
-from .training import Processes, world
+from .launch import Processes, peak_mib, reset_peak, world
 
 # %% auto #0
 __all__ = ['GATHERS', 'ANCHORS', 'all_gather_rows', 'all_gather_with_grad', 'global_nt_xent', 'ddp_gradient_check',

@@ -18,16 +18,18 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
 import torch.distributed as dist
+from torch import Tensor
 
 from ._checks import check_choice, check_int, check_number, check_positive_int
+from .loop import Callback, Loop
 
 # %% auto #0
 __all__ = ['DEVICES', 'free_port', 'launch', 'run_calls', 'status_mib', 'reset_peak', 'peak_mib', 'select_device', 'world',
-           'cpu_threads']
+           'cpu_threads', 'Processes']
 
 # %% ../nbs/launch.ipynb #1934fccf
 def free_port() -> int: # a TCP port on 127.0.0.1 that nothing listens on now
@@ -209,3 +211,40 @@ def cpu_threads(
     if n: torch.set_num_threads(n)
     try: yield
     finally: torch.set_num_threads(before)
+
+# %% ../nbs/launch.ipynb #90458e84
+class Processes(Callback):
+    "Several processes as one run: gradients and loss averaged after backward, buffers shared."
+    order = -10
+    def __init__(self,
+                 parameters: list[Tensor], # what the optimiser trains (the same in every process)
+                 world_size: int, # processes in the group
+                ):
+        if not (isinstance(parameters, list) and parameters
+                and all(isinstance(p, Tensor) for p in parameters)):
+            raise TypeError(f"parameters must be a non-empty list of tensors, got "
+                            f"{type(parameters).__name__}")
+        self.parameters = parameters
+        self.world_size = check_positive_int(world_size, 'world_size')
+
+    def after_backward(self, loop: Loop) -> None:
+        "Average `.grad` and the loss over processes in one all-reduce."
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
+        flat = torch.cat([g.reshape(-1) for g in grads] + [loop.loss.reshape(1).to(grads[0])])
+        dist.all_reduce(flat)
+        flat /= self.world_size
+        for p, part in zip(self.parameters, flat[:-1].split([p.numel() for p in self.parameters])):
+            p.grad = part.view_as(p).clone()
+        loop.loss = flat[-1]  # the mean: every process reads, and refuses, the same loss
+
+    def before_fit(self, loop: Loop) -> None:  # every process starts from rank 0's weights
+        _broadcast([*loop.method.parameters(), *loop.method.buffers()])
+
+    def after_step(self, loop: Loop) -> None: _broadcast(loop.method.buffers())  # as DDP does
+
+def _broadcast(
+    tensors: Iterable[Tensor], # the same tensors in every process of the group
+) -> None:
+    "Rank 0's values of `tensors` in every process."
+    with torch.no_grad():
+        for t in tensors: dist.broadcast(t, 0)

@@ -16,14 +16,15 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from ._checks import (check_bool, check_generator, check_int, check_positive_int,
-                                    check_tensor)
+from ._checks import (check_bool, check_generator, check_int, check_number,
+                                    check_positive_int, check_tensor)
 from .augment import AugmentationPolicy, augment_batch, check_image_batch
 from .methods import Batch, ContrastiveMethod
 from .models import values_unchecked
 
 # %% auto #0
-__all__ = ['EVENTS', 'Callback', 'StopFit', 'ImageBatches', 'Loop', 'History', 'Progress', 'OnStep', 'SkipValueChecks']
+__all__ = ['EVENTS', 'Callback', 'StopFit', 'ImageBatches', 'Loop', 'History', 'Progress', 'OnStep', 'SkipValueChecks',
+           'Monitors', 'format_seconds']
 
 # %% ../nbs/loop.ipynb #76a01999
 EVENTS = ('before_fit', 'before_epoch', 'before_step', 'after_backward', 'after_step',
@@ -168,6 +169,8 @@ class Loop:
                 self.one_step()
                 if self.epoch_end(): self.event('after_epoch')
         except StopFit: pass
+        except KeyboardInterrupt:  # Ctrl-C: say where the run stopped
+            raise KeyboardInterrupt(f"at step {self.step} of {self.total_steps}") from None
         finally: self.event('after_fit')
         return self
 
@@ -291,3 +294,55 @@ class SkipValueChecks(Callback):
         if self.unchecked is not None: self.unchecked.__exit__(None, None, None)
         self.unchecked = None
     after_fit = after_backward  # also when the step raised: the checks come back on
+
+# %% ../nbs/loop.ipynb #0fee30c9
+def _check_monitors(monitors) -> dict[str, Callable]:
+    "Monitors: a dict of names (words) to callables, or None for none."
+    if monitors is None: return {}
+    if not isinstance(monitors, dict):
+        raise TypeError(f"monitors must be a dict of name -> f(trainer) -> number, got "
+                        f"{type(monitors).__name__}")
+    for name, monitor in monitors.items():
+        if not isinstance(name, str) or not name.isidentifier() or not callable(monitor):
+            raise TypeError(f"monitors must map names (words) to callables, got {name!r}: "
+                            f"{type(monitor).__name__}")
+    return dict(monitors)
+
+class Monitors(Callback):
+    "The caller's numbers at each epoch's end: name -> f(subject) -> a number."
+    name = 'monitors'
+    order = 40
+    def __init__(self,
+                 monitors: dict[str, Callable] | None, # name (a word) -> f(subject) -> a number
+                 subject=None, # what each monitor is handed (None: the loop itself)
+                ):
+        self.monitors, self.subject, self.rows = _check_monitors(monitors), subject, []
+
+    def after_epoch(self, loop: Loop) -> None:
+        "Measure each monitor; rows: (epoch, step, {name: value})."
+        values = {}
+        for name, monitor in self.monitors.items():
+            value = monitor(loop if self.subject is None else self.subject)
+            if isinstance(value, Tensor) and value.numel() == 1: value = value.item()
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"monitor {name!r} must return a number, got "
+                                f"{type(value).__name__}")
+            values[name] = float(value)
+        self.rows.append((loop.step // loop.data.steps_per_epoch - 1, loop.step, values))
+        loop.method.train()
+
+    def state_dict(self) -> dict: return {'rows': [[e, s, dict(v)] for e, s, v in self.rows]}
+    def load_state_dict(self, state: dict) -> None:
+        self.rows = [(e, s, dict(v)) for e, s, v in state['rows']]
+
+# %% ../nbs/loop.ipynb #7c2b7d77
+def format_seconds(
+    seconds: float, # a duration, at least 0
+) -> str: # '42 s', '3 min 07 s' or '2 h 05 min'
+    "A duration as people read it: seconds, minutes and seconds, or hours and minutes."
+    seconds = check_number(seconds, 'seconds', low=0.0)
+    if seconds < 59.5: return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60: return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes:02d} min"

@@ -231,6 +231,21 @@ class MethodSpec:
                             "loss(batch)")
         return method
 
+    def read_options(self,
+                     options: MethodOptions | dict | None, # an instance, a table of changes, None
+                    ) -> MethodOptions: # the method's settings, each one a config file can hold
+        "The method's settings from None (its defaults), a dict (read onto them) or an instance."
+        if options is None: options = self.options()
+        elif isinstance(options, dict): options = settings_from_dict(self.options, options)
+        elif not isinstance(options, self.options):
+            raise TypeError(f"options must be a {self.options.__name__} (the settings of method "
+                            f"{self.name!r}) or a dict of them, got {type(options).__name__}")
+        for name, value in options.to_dict().items():  # what a config file can hold
+            if not isinstance(value, (bool, int, float, str, tuple)):
+                raise TypeError(f"options.{name} must be a number, a flag, text or a tuple of "
+                                f"numbers, to be saved with a run, got {type(value).__name__}")
+        return options
+
 def _defines_loss(cls: type) -> bool:
     "Whether a method class computes a loss: loss or loss_backward, or a TwoViewMethod's pair_loss."
     if cls.loss_backward is not ContrastiveMethod.loss_backward: return True

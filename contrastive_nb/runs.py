@@ -8,6 +8,7 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/runs.html.md"""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -22,7 +23,8 @@ from ._checks import (check_bool, check_choice, check_generator, check_int,
 # %% auto #0
 __all__ = ['CHECKPOINT_FORMAT', 'RUNTIME_SETTINGS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint', 'latest_checkpoint',
            'load_latest_checkpoint', 'save_in_run', 'random_state', 'set_random_state', 'setting_differences',
-           'saved_settings', 'check_same_run', 'check_run_dir', 'write_text', 'remove_leftovers']
+           'saved_settings', 'check_same_run', 'check_run_dir', 'write_text', 'remove_leftovers', 'settings_toml',
+           'check_method_file', 'write_baselines', 'read_baselines']
 
 # %% ../nbs/runs.ipynb #c0dab1a0
 class CheckpointError(ValueError):
@@ -290,3 +292,76 @@ def remove_leftovers(
     gone = [p for p in found if p.is_file()]
     for p in gone: p.unlink(missing_ok=True)
     return gone
+
+# %% ../nbs/runs.ipynb #1168c001
+def settings_toml(
+    values: dict, # settings: numbers, flags, text, lists, and dicts of those (one table each)
+) -> str: # a TOML document
+    "Settings as a TOML document: top-level keys first, then one table per dict; tuples as lists."
+    if not isinstance(values, dict):
+        raise TypeError(f"values must be a dict, got {type(values).__name__}")
+    def value(v) -> str:
+        if isinstance(v, bool): return 'true' if v else 'false'
+        if isinstance(v, (list, tuple)): return '[' + ', '.join(value(x) for x in v) + ']'
+        return json.dumps(v)  # numbers, and strings with TOML's escapes
+    top = [f"{k} = {value(v)}" for k, v in values.items() if not isinstance(v, dict)]
+    for name, table in ((k, v) for k, v in values.items() if isinstance(v, dict)):
+        top += ['', f'[{name}]', *(f"{k} = {value(v)}" for k, v in table.items())]
+    return '\n'.join(top) + '\n'
+
+# %% ../nbs/runs.ipynb #eaa012b4
+def check_method_file(
+    saved: dict | None, # the file the run was trained with: {'path', 'sha256'} (None: no file)
+    now: dict | None, # the file the method is read from now
+) -> None:
+    "A run of a method from a file resumes only with the same file content; else a CheckpointError."
+    for name, value in (('saved', saved), ('now', now)):
+        if value is not None and not (isinstance(value, dict) and {'path', 'sha256'} <= set(value)):
+            raise TypeError(f"{name} must be None or a dict with 'path' and 'sha256', got "
+                            f"{value!r}")
+    if saved and now and saved['sha256'] != now['sha256']:
+        raise CheckpointError(f"the method file {now['path']} has changed since the run was "
+                              f"trained (sha256 {saved['sha256'][:12]}… then, "
+                              f"{now['sha256'][:12]}… now): restore it, or train a new run")
+
+# %% ../nbs/runs.ipynb #84a389e5
+def _baselines_sha256(settings: dict, values: dict) -> str:
+    "The checksum of baselines.json: its settings and numbers, as JSON with sorted keys."
+    text = json.dumps({'settings': settings, 'test': values}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+def write_baselines(
+    run_dir: Path, # the run folder (it exists)
+    settings: dict, # the settings the numbers were measured for (JSON values)
+    values: dict[str, float], # name -> a number
+) -> None:
+    "Keep a run's baselines in run_dir/baselines.json, with their settings and a SHA-256 of both."
+    run_dir = check_path(run_dir, 'run_dir')
+    for name, table in (('settings', settings), ('values', values)):
+        if not isinstance(table, dict):
+            raise TypeError(f"{name} must be a dict, got {type(table).__name__}")
+    write_text(run_dir / 'baselines.json', json.dumps(
+        {'settings': settings, 'test': values, 'sha256': _baselines_sha256(settings, values)},
+        indent=1) + '\n')
+
+def read_baselines(
+    run_dir: Path | None, # the run folder (None: there is none)
+    settings: dict, # the settings the numbers must have been measured for
+    names: tuple[str, ...], # the numbers the file must hold, each in [0, 1]
+) -> dict[str, float] | None: # the numbers, or None: measure them again
+    "The baselines kept in run_dir for these settings, if the file is whole and unedited."
+    if not isinstance(settings, dict):
+        raise TypeError(f"settings must be a dict, got {type(settings).__name__}")
+    if not (isinstance(names, tuple) and all(isinstance(n, str) for n in names)):
+        raise TypeError(f"names must be a tuple of str, got {names!r}")
+    path = None if run_dir is None else check_path(run_dir, 'run_dir') / 'baselines.json'
+    if path is None or not path.is_file(): return None
+    try: saved = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError): return None  # a cache: measure again
+    if not isinstance(saved, dict) or saved.get('settings') != settings: return None
+    values = saved.get('test')
+    # an edited number (or a file from before the checksum) is measured again, not trusted
+    if saved.get('sha256') != _baselines_sha256(settings, values): return None
+    if not isinstance(values, dict) or set(values) != set(names): return None
+    if not all(isinstance(values[n], float) and 0 <= values[n] <= 1 for n in names): return None
+    return values

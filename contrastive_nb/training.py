@@ -8,19 +8,14 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/training.html.md"""
 from __future__ import annotations
 
 import contextlib
-import copy
 import csv
 import dataclasses
-import hashlib
-import importlib.resources
 import io
 import json
 import math
 import os
-import random
 import time
-import tomllib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,89 +25,32 @@ from torch import distributed as dist
 from tqdm import tqdm
 
 from ._checks import (check_bool, check_choice, check_int, check_number, check_path,
-                                    check_positive_int, check_seed, zip_damage)
+                                    check_positive_int, check_seed)
 from .augment import AugmentationPolicy
 from .compat import moved
-from .data import (ImageDataset, as_float_images, load_cifar10, load_digits,
-                                 load_fashion_mnist, load_stl10, make_shapes)
+from .data import ImageDataset, as_float_images
+from .datasets import DATASETS, check_splits, three_channels
 from .evaluate import embed, knn_accuracy
-from .launch import DEVICES, cpu_threads, select_device, world
-from .loop import (Callback, History, ImageBatches, Loop, Progress,
-                                 SkipValueChecks)
-from .methods import (BUILTIN_METHODS, ContrastiveMethod, MethodOptions, MethodSetup,
+from .launch import DEVICES, Processes, cpu_threads, select_device, world
+from .loop import (Callback, History, ImageBatches, Loop, Monitors, Progress,
+                                 SkipValueChecks, format_seconds)
+from .methods import (ContrastiveMethod, MethodOptions, MethodSetup,
                                     method_spec, settings_from_dict)
 from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
+from .optim import LARS, SCHEDULES, lr_factor
 from .runs import (CHECKPOINT_FORMAT, RUNTIME_SETTINGS, CheckpointError,
-                                 check_run_dir, check_same_run, latest_checkpoint,
-                                 load_latest_checkpoint, random_state, remove_leftovers,
-                                 save_in_run, saved_settings, set_random_state,
-                                 setting_differences, write_text)
+                                 check_method_file, check_run_dir, check_same_run,
+                                 load_latest_checkpoint, random_state, read_baselines,
+                                 remove_leftovers, save_in_run, saved_settings, set_random_state,
+                                 setting_differences, settings_toml, write_baselines, write_text)
 
 def __getattr__(name: str): return moved('training', name)  # names that moved: compat page
 
 # %% auto #0
-__all__ = ['DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'LARS_SETTINGS', 'TRAIN_POLICY', 'RECIPE_FOLDER',
-           'RECIPES', 'register_dataset', 'load_datasets', 'TrainConfig', 'lr_factor', 'LARS', 'Processes',
-           'format_seconds', 'Trainer', 'train', 'resume', 'read_recipes', 'recipe']
-
-# %% ../nbs/09_training.ipynb #d7c50af5
-DATASETS: dict[str, Callable] = {}  # name -> loader(config) -> (train, test) ImageDatasets
-
-def register_dataset(
-    name: str, # what `TrainConfig.dataset` calls it
-    loader: Callable, # (config) -> (train, test) `ImageDataset`s with labels
-    replace: bool = False, # allow overriding an existing entry
-) -> Callable: # the loader, unchanged
-    "Make a dataset available to `TrainConfig` and the trainer by name."
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"a dataset name must be a word like 'shapes', got {name!r}")
-    if not callable(loader):
-        raise TypeError(f"loader must be callable, got {type(loader).__name__}")
-    check_bool(replace, 'replace')
-    if name in DATASETS and not replace:
-        raise ValueError(f"dataset {name!r} is already registered; pass replace=True to override "
-                         "it")
-    DATASETS[name] = loader
-    return loader
+__all__ = ['PRECISIONS', 'OPTIMIZERS', 'ENCODERS', 'LARS_SETTINGS', 'TRAIN_POLICY', 'load_datasets', 'TrainConfig', 'Trainer',
+           'train', 'resume']
 
 # %% ../nbs/09_training.ipynb #4585df29
-def _rgb(ds: ImageDataset) -> ImageDataset:
-    "Grey images repeated on three channels, as the augmentations expect."
-    if ds.images.shape[1] == 3: return ds
-    return ImageDataset(ds.images.expand(-1, 3, -1, -1).contiguous(), ds.labels, ds.classes,
-                        name=ds.name)
-
-def _first(ds: ImageDataset, n: int) -> ImageDataset:
-    return ds if n == 0 or n >= len(ds) else ds.subset(slice(0, n))
-
-def _shapes(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
-    n_train, n_test = c.n_train or 4096, c.n_test or 1024
-    return (make_shapes(n_train, c.augment.size, seed=c.data_seed),
-            make_shapes(n_test, c.augment.size, seed=c.data_seed + 1))
-
-def _digits(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
-    ds = _rgb(load_digits())
-    order = torch.randperm(len(ds), generator=torch.Generator().manual_seed(c.data_seed))
-    test, train = ds.subset(order[:360]), ds.subset(order[360:])
-    return _first(train, c.n_train), _first(test, c.n_test)
-
-def _cifar10(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
-    return (_first(load_cifar10(c.data_root, train=True), c.n_train),
-            _first(load_cifar10(c.data_root, train=False), c.n_test))
-
-def _stl10(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
-    return (_first(load_stl10(c.data_root, 'train'), c.n_train),
-            _first(load_stl10(c.data_root, 'test'), c.n_test))
-
-def _fashion_mnist(c: TrainConfig) -> tuple[ImageDataset, ImageDataset]:
-    root = c.data_root or None  # None: where Debian's dataset-fashion-mnist puts it
-    return (_first(load_fashion_mnist(root, train=True), c.n_train),
-            _first(load_fashion_mnist(root, train=False), c.n_test))
-
-for _name, _loader in (('shapes', _shapes), ('digits', _digits), ('fashion_mnist', _fashion_mnist),
-                       ('cifar10', _cifar10), ('stl10', _stl10)):
-    register_dataset(_name, _loader)
-
 def load_datasets(
     config: TrainConfig, # which dataset, how many images, which validation split
 ) -> dict[str, ImageDataset]: # 'train', 'val' (carved from the training images) and 'test'
@@ -120,7 +58,7 @@ def load_datasets(
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     train, test = DATASETS[config.dataset](config)
-    train, test = _rgb(train), _rgb(test)
+    train, test = three_channels(train), three_channels(test)
     n_val = round(config.val_fraction * len(train))
     if len(train) - n_val < config.batch_size:
         raise ValueError(f"{config.dataset} leaves {len(train) - n_val} training images after "
@@ -132,7 +70,6 @@ def load_datasets(
 # %% ../nbs/09_training.ipynb #edb710b4
 PRECISIONS = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 OPTIMIZERS = ('adam', 'adamw', 'sgd', 'lars')
-SCHEDULES = ('constant', 'cosine')
 ENCODERS = ('small_cnn', 'resnet18')
 # LARS's settings and their defaults (the values every run before they existed used)
 LARS_SETTINGS = {'lars_trust': 1e-3, 'lars_clip': False, 'lars_exclude_bias_norm': True}
@@ -198,26 +135,12 @@ class TrainConfig:
 
     def to_toml(self) -> str:
         "The settings as a TOML document, readable by `--config`: [augment] and [options] last."
-        return _toml(self.to_dict())
+        return settings_toml(self.to_dict())
 
 # %% ../nbs/09_training.ipynb #342c718b
 def _plain(values: dict) -> dict:
     "A table's values as JSON and TOML hold them: tuples become lists."
     return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
-
-def _method_options(method: str, options) -> MethodOptions:
-    "The method's settings: its options class from None (defaults), a dict, or an instance."
-    spec = method_spec(method)  # a built-in method's lesson is imported here, on first use
-    if options is None: options = spec.options()
-    elif isinstance(options, dict): options = settings_from_dict(spec.options, options)
-    elif not isinstance(options, spec.options):
-        raise TypeError(f"options must be a {spec.options.__name__} (the settings of method "
-                        f"{method!r}) or a dict of them, got {type(options).__name__}")
-    for name, value in options.to_dict().items():  # what a config file can hold
-        if not isinstance(value, (bool, int, float, str, tuple)):
-            raise TypeError(f"options.{name} must be a number, a flag, text or a tuple of "
-                            f"numbers, to be saved with the run, got {type(value).__name__}")
-    return options
 
 def _check_settings(c: TrainConfig) -> None:
     "Check and convert every setting of `c` in place (the frozen class writes only here)."
@@ -241,7 +164,8 @@ def _check_settings(c: TrainConfig) -> None:
         raise TypeError(f"augment must be an AugmentationPolicy or a dict of its settings, got "
                         f"{type(augment).__name__}")
     object.__setattr__(c, 'augment', augment)
-    object.__setattr__(c, 'options', _method_options(c.method, c.options))
+    # a built-in method's lesson is imported here, on first use
+    object.__setattr__(c, 'options', method_spec(c.method).read_options(c.options))
     _check_ranges(c)
 
 # %% ../nbs/09_training.ipynb #be8d63b3
@@ -276,73 +200,6 @@ def _check_ranges(c: TrainConfig) -> None:
         raise ValueError(f"dataset {c.dataset!r} needs data_root: the folder that holds "
                          "its files in torchvision's format (nothing is downloaded)")
 
-def _toml(values: dict) -> str:
-    "A TOML document of plain settings: top-level keys first, then one table per dict."
-    def value(v) -> str:
-        if isinstance(v, bool): return 'true' if v else 'false'
-        if isinstance(v, list): return '[' + ', '.join(value(x) for x in v) + ']'
-        return json.dumps(v)  # numbers, and strings with TOML's escapes
-    top = [f"{k} = {value(v)}" for k, v in values.items() if not isinstance(v, dict)]
-    for name, table in ((k, v) for k, v in values.items() if isinstance(v, dict)):
-        top += ['', f'[{name}]', *(f"{k} = {value(v)}" for k, v in table.items())]
-    return '\n'.join(top) + '\n'
-
-# %% ../nbs/09_training.ipynb #a97418f2
-def lr_factor(
-    step: int, # optimiser steps taken so far
-    total: int, # steps of the whole run
-    warmup: int = 0, # steps of linear warm-up
-    schedule: str = 'cosine', # 'cosine' decays to 0 at the end; 'constant' stays at 1
-) -> float: # the multiplier of the peak learning rate
-    "Linear warm-up from lr/warmup to lr, then cosine decay (or a constant rate)."
-    step, total = check_int(step, 'step', low=0), check_positive_int(total, 'total')
-    warmup = check_int(warmup, 'warmup', low=0, high=total - 1)
-    check_choice(schedule, 'schedule', SCHEDULES)
-    if step < warmup: return (step + 1) / warmup
-    if schedule == 'constant': return 1.0
-    progress = min(1.0, (step - warmup) / (total - warmup))
-    return 0.5 * (1 + math.cos(math.pi * progress))
-
-class LARS(torch.optim.Optimizer):
-    "SGD with a layer-wise rate η‖w‖ / ‖∇ + λw‖ (SimCLR's form of You et al.'s LARS)."
-    def __init__(self,
-                 params, # parameters or parameter groups
-                 lr: float, # learning rate
-                 momentum: float = 0.9, # heavy-ball momentum
-                 weight_decay: float = 0.0, # λ (not on biases or norms, unless included below)
-                 trust: float = 1e-3, # η, the trust coefficient
-                 clip: bool = False, # rate min(ratio, lr), not lr · ratio (solo-learn's clip_lr)
-                 exclude_bias_norm: bool = True, # 1-d parameters: plain SGD step, no decay
-                ):
-        lr = check_number(lr, 'lr', low=0.0, low_open=True)
-        defaults = dict(lr=lr, momentum=check_number(momentum, 'momentum', 0.0, 1.0),
-                        weight_decay=check_number(weight_decay, 'weight_decay', low=0.0),
-                        trust=check_number(trust, 'trust', low=0.0, low_open=True),
-                        clip=check_bool(clip, 'clip'),
-                        exclude_bias_norm=check_bool(exclude_bias_norm, 'exclude_bias_norm'))
-        super().__init__(params, defaults)
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        "One update of every parameter with a gradient."
-        loss = None if closure is None else torch.enable_grad()(closure)()
-        for group in self.param_groups:
-            for p in group['params']:
-                if p.grad is None: continue
-                d = p.grad
-                if p.ndim > 1 or not group['exclude_bias_norm']:  # decay, then the ratio
-                    d = d.add(p, alpha=group['weight_decay'])
-                    w, g = torch.linalg.vector_norm(p), torch.linalg.vector_norm(d)
-                    ratio = group['trust'] * w / g
-                    if group['clip']:  # the rate becomes min(ratio, lr): · lr below
-                        ratio = torch.clamp(ratio / group['lr'], max=1.0)
-                    d = d * torch.where((w > 0) & (g > 0), ratio, 1.0)
-                state = self.state[p]
-                if 'momentum_buffer' not in state: state['momentum_buffer'] = d.clone()
-                else: state['momentum_buffer'].mul_(group['momentum']).add_(d)
-                p.add_(state['momentum_buffer'], alpha=-group['lr'])
-        return loss
-
 # %% ../nbs/09_training.ipynb #3d52fba8
 def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
     "The encoder and projection head of a run, initialised from torch's global generator."
@@ -364,78 +221,6 @@ def _optimizer(config: TrainConfig, parameters: list[Tensor]) -> torch.optim.Opt
         return torch.optim.SGD(parameters, lr=lr, momentum=0.9, weight_decay=wd)
     return LARS(parameters, lr=lr, weight_decay=wd, trust=config.lars_trust,
                 clip=config.lars_clip, exclude_bias_norm=config.lars_exclude_bias_norm)
-
-# %% ../nbs/09_training.ipynb #3f724cad
-def _check_monitors(monitors) -> dict[str, Callable]:
-    "A trainer's monitors: a dict of names (words) to callables, or None for none."
-    if monitors is None: return {}
-    if not isinstance(monitors, dict):
-        raise TypeError(f"monitors must be a dict of name -> f(trainer) -> number, got "
-                        f"{type(monitors).__name__}")
-    for name, monitor in monitors.items():
-        if not isinstance(name, str) or not name.isidentifier() or not callable(monitor):
-            raise TypeError(f"monitors must map names (words) to callables, got {name!r}: "
-                            f"{type(monitor).__name__}")
-    return dict(monitors)
-
-def _check_method_file(saved: dict | None, now: dict | None) -> None:
-    "A run of a method from a file resumes only with the same file content."
-    if saved and now and saved['sha256'] != now['sha256']:
-        raise CheckpointError(f"the method file {now['path']} has changed since the run was "
-                              f"trained (sha256 {saved['sha256'][:12]}… then, "
-                              f"{now['sha256'][:12]}… now): restore it, or train a new run")
-
-def _check_datasets(datasets, batch_size: int) -> dict[str, ImageDataset]:
-    "A trainer's own splits, checked at the door; grey images on three channels, as load_datasets."
-    if not isinstance(datasets, dict):
-        raise TypeError("datasets must be a dict of ImageDatasets, as load_datasets returns, got "
-                        f"{type(datasets).__name__}")
-    missing = [k for k in ('train', 'val', 'test') if k not in datasets]
-    if missing:
-        raise ValueError(f"datasets lacks the split(s) {missing}: it needs 'train', 'val' and "
-                         "'test' (an empty one is allowed: ds.subset(slice(0, 0)))")
-    for k in ('train', 'val', 'test'):
-        if not isinstance(datasets[k], ImageDataset):
-            raise TypeError(f"datasets[{k!r}] must be an ImageDataset, got "
-                            f"{type(datasets[k]).__name__}")
-    if len(datasets['train']) < batch_size:  # no full batch: zero steps per epoch
-        raise ValueError(f"datasets['train'] holds {len(datasets['train'])} images: fewer than "
-                         f"one batch (batch_size = {batch_size})")
-    return {k: _rgb(datasets[k]) for k in ('train', 'val', 'test')}
-
-# %% ../nbs/09_training.ipynb #90458e84
-class Processes(Callback):
-    "Several processes as one run: gradients and loss averaged after backward, buffers shared."
-    order = -10
-    def __init__(self,
-                 parameters: list[Tensor], # what the optimiser trains (the same in every process)
-                 world_size: int, # processes in the group
-                ):
-        if not (isinstance(parameters, list) and parameters
-                and all(isinstance(p, Tensor) for p in parameters)):
-            raise TypeError(f"parameters must be a non-empty list of tensors, got "
-                            f"{type(parameters).__name__}")
-        self.parameters = parameters
-        self.world_size = check_positive_int(world_size, 'world_size')
-
-    def after_backward(self, loop: Loop) -> None:
-        "Average `.grad` and the loss over processes in one all-reduce."
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
-        flat = torch.cat([g.reshape(-1) for g in grads] + [loop.loss.reshape(1).to(grads[0])])
-        dist.all_reduce(flat)
-        flat /= self.world_size
-        for p, part in zip(self.parameters, flat[:-1].split([p.numel() for p in self.parameters])):
-            p.grad = part.view_as(p).clone()
-        loop.loss = flat[-1]  # the mean: every process reads, and refuses, the same loss
-
-    def after_step(self, loop: Loop) -> None: _broadcast(loop.method.buffers())  # as DDP does
-
-def _broadcast(
-    tensors: Iterable[Tensor], # the same tensors in every process
-) -> None:
-    "Rank 0's values of `tensors` in every process."
-    with torch.no_grad():
-        for t in tensors: dist.broadcast(t, 0)
 
 # %% ../nbs/09_training.ipynb #cb486f24
 class _Metrics(History):
@@ -512,40 +297,6 @@ class _KNNMonitor(Callback):
     def state_dict(self) -> dict: return {'rows': [list(r) for r in self.rows]}
     def load_state_dict(self, state: dict) -> None: self.rows = [tuple(r) for r in state['rows']]
 
-class _Monitors(Callback):
-    "The caller's numbers at each epoch's end: name -> f(trainer) -> a number."
-    name = 'monitors'
-    order = 40
-    def __init__(self, monitors: dict[str, Callable], trainer):
-        self.monitors, self.trainer, self.rows = monitors, trainer, []  # rows: (epoch, step, dict)
-
-    def after_epoch(self, loop: Loop) -> None:
-        values = {}
-        for name, monitor in self.monitors.items():
-            value = monitor(self.trainer)
-            if isinstance(value, Tensor) and value.numel() == 1: value = value.item()
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"monitor {name!r} must return a number, got "
-                                f"{type(value).__name__}")
-            values[name] = float(value)
-        self.rows.append((loop.step // loop.data.steps_per_epoch - 1, loop.step, values))
-        loop.method.train()
-
-    def state_dict(self) -> dict: return {'rows': [[e, s, dict(v)] for e, s, v in self.rows]}
-    def load_state_dict(self, state: dict) -> None:
-        self.rows = [(e, s, dict(v)) for e, s, v in state['rows']]
-
-# %% ../nbs/09_training.ipynb #7c2b7d77
-def format_seconds(
-    seconds: float, # a duration, at least 0
-) -> str: # '42 s', '3 min 07 s' or '2 h 05 min'
-    "A duration as people read it: seconds, minutes and seconds, or hours and minutes."
-    seconds = check_number(seconds, 'seconds', low=0.0)
-    if seconds < 59.5: return f"{seconds:.0f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60: return f"{minutes} min {rest:02d} s"
-    hours, minutes = divmod(round(seconds / 60), 60)
-    return f"{hours} h {minutes:02d} min"
 
 # %% ../nbs/09_training.ipynb #f89507e6
 def _check_log(log) -> None:
@@ -580,28 +331,12 @@ class _Checkpoints(Callback):
         if self._due(loop): self.save()
 
 # %% ../nbs/09_training.ipynb #4bd3c3f3
-def _knn(encoder: nn.Module, data: dict, split: str, device: torch.device, dtype: torch.dtype,
-         k: int, bank_size: int = 4096) -> float:
-    "kNN accuracy of `encoder`'s features on a split, the first training images as the bank."
-    query, bank = data[split], data['train'].subset(slice(0, bank_size))
-    if len(query) == 0: return math.nan
-    autocast = (contextlib.nullcontext() if dtype == torch.float32
-                else torch.autocast(device.type, dtype=dtype))
-    with autocast:
-        f_bank, f_query = (embed(encoder, ds.images, device=device) for ds in (bank, query))
-    return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=k)
-
-_CONTEXT_FILE = 'baselines.json'
 # the settings the baselines depend on: the data, the encoder's architecture and seed, the kNN
 _CONTEXT_SETTINGS = ('dataset', 'n_train', 'n_test', 'data_seed', 'val_fraction', 'encoder',
                      'width', 'blocks', 'norm', 'seed', 'knn_k')
+_BASELINE_NAMES = ('chance', 'raw_pixels_knn', 'untrained_knn')  # a report's context
 
-def _context_sha256(settings, values) -> str:
-    "The checksum of baselines.json: its settings and numbers, as JSON with sorted keys."
-    text = json.dumps({'settings': settings, 'test': values}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-def _measure_context(data: dict, untrained: nn.Module, knn: Callable, k: int) -> dict[str, float]:
+def _measure_context(data: dict, untrained_knn: float, k: int) -> dict[str, float]:
     "Chance, raw pixels and the untrained encoder on the test split."
     test, bank = data['test'], data['train'].subset(slice(0, 4096))
     # stored pixels may be uint8 (Fashion-MNIST, CIFAR-10, STL-10): as floats in [0, 1]
@@ -610,28 +345,8 @@ def _measure_context(data: dict, untrained: nn.Module, knn: Callable, k: int) ->
     return {'chance': torch.bincount(test.labels).max().item() / len(test.labels),
             'raw_pixels_knn': knn_accuracy(pixels['bank'], bank.labels, pixels['test'],
                                            test.labels, k=k),
-            'untrained_knn': knn(untrained, 'test')}
+            'untrained_knn': untrained_knn}
 
-def _write_context(run_dir: Path, key: dict, values: dict) -> None:
-    write_text(run_dir / _CONTEXT_FILE, json.dumps(
-        {'settings': key, 'test': values, 'sha256': _context_sha256(key, values)}, indent=1) + '\n')
-
-def _read_context(run_dir: Path | None, key: dict) -> dict[str, float] | None:
-    "The run folder's baselines if they were measured for these settings (else None)."
-    path = None if run_dir is None else run_dir / _CONTEXT_FILE
-    if path is None or not path.is_file(): return None
-    try: saved = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError): return None  # a cache: measure again
-    if not isinstance(saved, dict) or saved.get('settings') != key: return None
-    values = saved.get('test')
-    # an edited number (or a file from before the checksum) is measured again, not trusted
-    if saved.get('sha256') != _context_sha256(key, values): return None
-    if not isinstance(values, dict): return None
-    names = ('chance', 'raw_pixels_knn', 'untrained_knn')
-    if set(values) != set(names) or not all(
-            isinstance(values[n], float) and 0 <= values[n] <= 1 for n in names):
-        return None
-    return values
 
 # %% ../nbs/09_training.ipynb #56336851
 def _build_method(config: TrainConfig, setup: MethodSetup) -> tuple[ContrastiveMethod, nn.Module,
@@ -683,10 +398,10 @@ class Trainer:
             raise ValueError(f"batch_size ({c.batch_size}) is the global batch: it must split "
                              f"into {self.world_size} equal parts of at least 2 sources, one per "
                              "process")
-        self.local_batch, monitors = c.batch_size // self.world_size, _check_monitors(monitors)
+        self.local_batch, self.monitors = c.batch_size // self.world_size, Monitors(monitors, self)
         self.device, self.dtype = select_device(c.device), PRECISIONS[c.precision]
         self.data = (load_datasets(c) if datasets is None
-                     else _check_datasets(datasets, c.batch_size))
+                     else check_splits(datasets, c.batch_size))
         train = self.data['train']
         self.images, self.labels = train.images.to(self.device), train.labels.to(self.device)
         self.policy, self.steps_per_epoch = c.augment, len(train) // c.batch_size
@@ -704,7 +419,6 @@ class Trainer:
         self.view_generator = self.generator  # augmentation: one generator per process
         if self.world_size > 1:
             self.view_generator = torch.Generator().manual_seed(_rank_seed(c.seed, self.rank))
-            _broadcast([*self.method.parameters(), *self.method.buffers()])  # rank 0's weights
         n_views = self.method.n_views
         data = ImageBatches(self.images, c.augment, c.batch_size, n_views, self.labels,
                             self.generator, self.view_generator, self.rank, self.world_size,
@@ -714,10 +428,9 @@ class Trainer:
                                  c.warmup_epochs, c.schedule)
         self.knn_monitor = _KNNMonitor(lambda: self.knn('val'), c.knn_every)
         self.epoch_log = _EpochLog(lambda epoch: _epoch_line(self, epoch))
-        self.monitors = _Monitors(monitors, self)
         parts = [SkipValueChecks(), self.metrics, self.schedule,
                  self.knn_monitor if len(self.data['val']) else None,
-                 self.monitors if monitors else None,
+                 self.monitors if self.monitors.monitors else None,
                  Progress(f"{c.method} on {c.dataset}", c.progress and not self.rank,
                           c.batch_size * n_views), self.epoch_log,
                  _Checkpoints(self.checkpoint, c.checkpoint_every) if run_dir else None,
@@ -747,7 +460,7 @@ class Trainer:
         _check_log(log)
         if self.run_dir is not None: _prepare_folder(self)
         self.epoch_log.log = log if self.rank == 0 else None
-        with cpu_threads(self.config.threads), _where_stopped(self.loop):
+        with cpu_threads(self.config.threads):
             self.loop.fit()
             report = self.report()
         if self.run_dir is not None and self.rank == 0:
@@ -781,11 +494,18 @@ class Trainer:
     def knn(self,
             split: str = 'val', # 'val' or 'test'
             bank_size: int = 4096, # training images in the labelled bank
+            encoder: nn.Module | None = None, # another encoder of the same images (None: the run's)
            ) -> float: # kNN accuracy of the encoder's features
         "kNN accuracy of the encoder's features on a split, training images as the labelled bank."
         check_choice(split, 'split', ('val', 'test'))
-        return _knn(self.encoder, self.data, split, self.device, self.dtype, self.config.knn_k,
-                    bank_size)
+        query, bank = self.data[split], self.data['train'].subset(slice(0, bank_size))
+        if len(query) == 0: return math.nan
+        autocast = (contextlib.nullcontext() if self.dtype == torch.float32
+                    else torch.autocast(self.device.type, dtype=self.dtype))
+        encoder = self.encoder if encoder is None else encoder
+        with autocast:
+            f_bank, f_query = (embed(encoder, d.images, device=self.device) for d in (bank, query))
+        return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=self.config.knn_k)
 
     def untrained_encoder(self) -> nn.Module: return _untrained_encoder(self.config, self.device)
     def baselines(self) -> dict[str, float]: return _baselines(self) # chance, pixels, untrained
@@ -794,9 +514,7 @@ class Trainer:
 def _check_trainer(config, run_dir) -> TrainConfig:
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
-        raise TypeError(f"run_dir must be a str, a Path or None, got {type(run_dir).__name__}")
-    if run_dir is not None: check_run_dir(run_dir)  # before any work
+    if run_dir is not None: check_run_dir(run_dir)  # before any work: a str or a Path
     return config
 
 def _untrained_encoder(config: TrainConfig, device: torch.device) -> nn.Module:
@@ -811,13 +529,12 @@ def _baselines(trainer: Trainer) -> dict[str, float]:
     if trainer._baselines is None:
         c = trainer.config
         key = {k: getattr(c, k) for k in _CONTEXT_SETTINGS}
-        values = _read_context(trainer.run_dir, key)
+        values = read_baselines(trainer.run_dir, key, _BASELINE_NAMES)
         if values is None:
-            knn = lambda encoder, split: _knn(encoder, trainer.data, split, trainer.device,
-                                              trainer.dtype, c.knn_k)
-            values = _measure_context(trainer.data, trainer.untrained_encoder(), knn, c.knn_k)
+            untrained = trainer.knn('test', encoder=trainer.untrained_encoder())
+            values = _measure_context(trainer.data, untrained, c.knn_k)
             if trainer.run_dir is not None and trainer.rank == 0 and trainer.run_dir.is_dir():
-                _write_context(trainer.run_dir, key, values)
+                write_baselines(trainer.run_dir, key, values)
         trainer._baselines = values
     return dict(trainer._baselines)
 
@@ -856,13 +573,6 @@ def _checkpoint(trainer: Trainer) -> Path:
         trainer.write_metrics()
     trainer._folder_settings, trainer._settings_to_write = trainer.config.to_dict(), False
     return path
-
-@contextlib.contextmanager
-def _where_stopped(loop: Loop) -> Iterator[None]:
-    "Ctrl-C inside the block says at which step the run stopped."
-    try: yield
-    except KeyboardInterrupt:
-        raise KeyboardInterrupt(f"at step {loop.step} of {loop.total_steps}") from None
 
 def _write_metrics(trainer: Trainer) -> None:
     "metrics.csv: one row per step, with the validation kNN and monitors where measured."
@@ -915,7 +625,7 @@ def _load_run_state(trainer: Trainer, state: dict) -> None:
     if differ:
         raise CheckpointError("the checkpoint was written by a run with other settings: "
                               f"{differ} (the checkpoint's vs this run's)")
-    _check_method_file(state.get('method_file'), trainer.method_file)
+    check_method_file(state.get('method_file'), trainer.method_file)
     if state.get('world_size', 1) != trainer.world_size:
         raise CheckpointError(f"the checkpoint was written by {state['world_size']} "
                               f"process(es), this run has {trainer.world_size}: resume with "
@@ -931,13 +641,9 @@ def _load_run_state(trainer: Trainer, state: dict) -> None:
 
 def _extend(trainer: Trainer, epochs: int) -> None:
     "Lengthen a finished run by a new segment: warm-up and schedule again from the base lr."
-    old, epochs = trainer.config.epochs, check_int(epochs, 'epochs')
-    if trainer.step < trainer.total_steps:
-        raise ValueError(f"the run is not finished (step {trainer.step} of "
-                         f"{trainer.total_steps}): resume it to its end, then extend it")
-    if epochs - old <= trainer.config.warmup_epochs:
-        raise ValueError(f"epochs must be more than the run's {old} + warmup_epochs "
-                         f"({trainer.config.warmup_epochs}) to extend it, got {epochs}")
+    c = trainer.config
+    _check_extension('the run', trainer.step // trainer.steps_per_epoch, c.epochs,
+                     c.warmup_epochs, epochs)
     trainer.config = dataclasses.replace(trainer.config, epochs=epochs)
     trainer.schedule.extend(trainer.loop, epochs)
 
@@ -952,22 +658,20 @@ def train(
     trainer.fit()
     return trainer
 
-def _check_extension(run_dir: Path, state: dict, epochs) -> None:
-    "Before any work: a finished run is extended only when asked, an unfinished one never."
-    done, length = state['epoch'], state['config']['epochs']
-    warmup = state['config']['warmup_epochs']
+def _check_extension(where, done: int, length: int, warmup: int, epochs) -> None:
+    "A finished run is extended only when asked, an unfinished one never (`where`: which run)."
     if epochs is None:
         if done >= length:
-            raise ValueError(f"{run_dir} holds a finished run ({length} epochs): to train it "
+            raise ValueError(f"{where} holds a finished run ({length} epochs): to train it "
                              "longer, give its new length: contrastive-nb train --resume "
-                             f"{run_dir} --epochs N, or resume(run_dir, epochs=N), with "
+                             f"{where} --epochs N, or resume(run_dir, epochs=N), with "
                              f"N > {length + warmup}")
         return
     if check_int(epochs, 'epochs') <= length + warmup:  # each segment warms up anew
         raise ValueError(f"epochs must be more than the run's {length} + warmup_epochs "
                          f"({warmup}) to extend it, got {epochs}")
     if done < length:
-        raise ValueError(f"epochs extends a finished run, and {run_dir} is at epoch {done} of "
+        raise ValueError(f"epochs extends a finished run, and {where} is at epoch {done} of "
                          f"{length}: resume it without epochs first")
 
 def resume(
@@ -988,58 +692,9 @@ def resume(
                              f"{differ}: a run continues with the settings it was trained with; "
                              "restore config.json, or train a new run in another folder")
         values = {**values, **{k: saved[k] for k in RUNTIME_SETTINGS if k in saved}}
-    _check_extension(run_dir, state, epochs)
+    _check_extension(run_dir, state['epoch'], values['epochs'], values['warmup_epochs'], epochs)
     trainer = Trainer(TrainConfig.from_dict(values), run_dir)
     trainer.load_state_dict(state)
     if epochs is not None: trainer.extend(epochs)
     trainer.fit(log)
     return trainer
-
-# %% ../nbs/09_training.ipynb #44b2a92a
-RECIPE_FOLDER = importlib.resources.files('contrastive_nb') / 'recipes'  # shipped with the package
-
-def _recipe_files(folder: Path) -> list[tuple[str, str | None, Path]]:
-    "(dataset, method or None, file): each dataset's own file, then its methods' in lesson order."
-    order, found = list(BUILTIN_METHODS), []
-    for dataset in DATASETS:
-        if (folder / f'{dataset}.toml').is_file():
-            found.append((dataset, None, folder / f'{dataset}.toml'))
-        files = (folder / dataset).glob('*.toml') if (folder / dataset).is_dir() else []
-        rank = lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem)
-        found += [(dataset, p.stem, p) for p in sorted(files, key=rank)]
-    return found
-
-def read_recipes(
-    folder: str | Path | None = None, # holds <dataset>.toml, <dataset>/<method>.toml; None: ours
-) -> dict[str, dict[str, dict]]: # dataset -> recipe name -> settings
-    "Every recipe in `folder`: each file a table of named recipes; a method's file sets its method."
-    table = {}
-    folder = Path(RECIPE_FOLDER) if folder is None else check_path(folder, 'folder')
-    for dataset, method, path in _recipe_files(folder):
-        try: recipes = tomllib.loads(path.read_text())
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-            raise ValueError(f"{path} is not a TOML file of recipes ({e})") from None
-        for name, settings in recipes.items():
-            if method is not None and settings.setdefault('method', method) != method:
-                raise ValueError(f"{path}: recipe {name!r} sets method {settings['method']!r}, "
-                                 f"but the file holds {method!r}'s recipes")
-            if name in table.setdefault(dataset, {}):
-                raise ValueError(f"{path}: {dataset} already has a recipe {name!r} in another file")
-            table[dataset][name] = settings
-    return table
-
-RECIPES = read_recipes()  # dataset -> recipe name -> settings that differ from TrainConfig's
-
-def recipe(
-    name: str, # a recipe of the dataset: a key of RECIPES[dataset]
-    dataset: str = 'shapes', # a key of RECIPES
-) -> dict: # the settings, `dataset` included, for `TrainConfig.from_dict`
-    "A named set of settings for a dataset, as `contrastive-nb train --recipe NAME` uses it."
-    check_choice(dataset, 'dataset', tuple(RECIPES))
-    if not isinstance(name, str): raise TypeError(f"name must be a str, got {type(name).__name__}")
-    if name not in RECIPES[dataset]:
-        elsewhere = [d for d, names in RECIPES.items() if name in names]
-        hint = f"; {name!r} is a recipe of {elsewhere[0]}" if elsewhere else ''
-        raise ValueError(f"name must be a recipe of {dataset}: {', '.join(RECIPES[dataset])}; "
-                         f"got {name!r}{hint}")
-    return {'dataset': dataset, **copy.deepcopy(RECIPES[dataset][name])}

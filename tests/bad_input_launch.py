@@ -20,4 +20,6 @@ def cases() -> dict:
         'status_mib': [Case(l.status_mib, dict(field='VmRSS'), deterministic=False)],
         'reset_peak': [Case(l.reset_peak, {}, deterministic=False)],
         'peak_mib': [Case(l.peak_mib, {}, deterministic=False)],
+        'Processes': [Case(lambda parameters, world_size: l.Processes(parameters, world_size).world_size,
+                           dict(parameters=[torch.nn.Parameter(torch.ones(2))], world_size=2))],
     }

@@ -47,4 +47,8 @@ def cases():
         'Progress': [Case(lambda desc, show: fitted([lp.Progress(desc, show)]), dict(desc='x', show=False))],
         'OnStep': [Case(lambda f: fitted([lp.OnStep(f)]), dict(f=print), fixed=('f',))],
         'SkipValueChecks': [Case(lambda: fitted([lp.SkipValueChecks()]), {})],
+        'Monitors': [Case(lambda monitors, subject: fitted([lp.Monitors(monitors, subject)]),
+                          dict(monitors={'one': lambda subject: 1.0}, subject=None), fixed=('subject',),
+                          deterministic=False)],
+        'format_seconds': [Case(lp.format_seconds, dict(seconds=187.0))],
     }

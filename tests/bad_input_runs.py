@@ -17,6 +17,8 @@ def cases():
         r.save_in_run(run, {'loop': {}, 'step': step, 'format': r.CHECKPOINT_FORMAT}, step)
     r.write_text(run / 'config.json', '{"lr": 0.1, "device": "cpu"}')
     checkpoint = str(r.latest_checkpoint(run))
+    kept, values = _tmp(), {'chance': 0.25}  # a folder with its baselines
+    r.write_baselines(kept, {'seed': 0}, values)
 
     def saved_in_copy(run_dir, state, step):
         "save_in_run into a fresh copy of the run, so that every call sees the same folder."
@@ -51,4 +53,11 @@ def cases():
         'write_text': [Case(lambda path, text: r.write_text(path, text), dict(path=str(_tmp() / 'a.txt'), text='x'),
                             os_errors=True)],
         'remove_leftovers': [Case(r.remove_leftovers, dict(run_dir=str(run)), os_errors=True)],
+        'write_baselines': [Case(r.write_baselines, dict(run_dir=str(kept), settings={'seed': 0}, values=values),
+                                 os_errors=True)],
+        'settings_toml': [Case(r.settings_toml, dict(values={'lr': 0.1, 'augment': {'scale': (0.2, 1.0)}}))],
+        'check_method_file': [Case(r.check_method_file, dict(saved={'path': 'm.py', 'sha256': 'a'},
+                                                             now={'path': 'm.py', 'sha256': 'a'}))],
+        'read_baselines': [Case(r.read_baselines, dict(run_dir=str(kept), settings={'seed': 0}, names=('chance',)),
+                                os_errors=True)],
     }

@@ -6,8 +6,7 @@ from pathlib import Path
 import torch
 from test_bad_input import Case, _mod
 
-CONSTANTS = {'DATASETS', 'PRECISIONS', 'OPTIMIZERS', 'SCHEDULES', 'ENCODERS', 'TRAIN_POLICY', 'LARS_SETTINGS',
-             'RECIPES', 'RECIPE_FOLDER'}
+CONSTANTS = {'PRECISIONS', 'OPTIMIZERS', 'ENCODERS', 'TRAIN_POLICY', 'LARS_SETTINGS'}
 
 AUGMENT = dict(size=8, scale=(0.08, 1.0), ratio=(0.75, 4 / 3), flip_p=0.5, jitter_strength=0.5, jitter_p=0.8,
                grayscale_p=0.2, blur_p=0.5, blur_sigma=(0.1, 2.0))
@@ -34,14 +33,6 @@ def cases():
     run = _tmp()
     t.train(config, run)
 
-    def registered(table, register):
-        def call(name, replace):
-            existed = name in table if isinstance(name, str) else True
-            try: return register(name, lambda *args: None, replace)
-            finally:
-                if not existed: table.pop(name, None)
-        return call
-
     def extended(run_dir, epochs):
         "resume() of a fresh copy of the finished run, so that every call extends the same run."
         if run_dir == str(run):
@@ -49,37 +40,20 @@ def cases():
             shutil.copytree(run, run_dir)
         return t.resume(run_dir, epochs)
 
-    def lars_step(lr, momentum, weight_decay, trust, clip, exclude_bias_norm):
-        w, b = torch.nn.Parameter(torch.ones(2, 2)), torch.nn.Parameter(torch.ones(2))
-        w.grad, b.grad = torch.full((2, 2), 0.5), torch.full((2,), 0.5)
-        t.LARS([w, b], lr, momentum, weight_decay, trust, clip, exclude_bias_norm).step()
-        return torch.cat([w.detach().flatten(), b.detach()])
-
     def with_table(table: str):
         "A TrainConfig with one table's settings as the arguments: each is checked by the table's own class."
         return lambda **values: t.TrainConfig(**{**SETTINGS, table: values})
 
     return {
-        'register_dataset': [Case(registered(t.DATASETS, t.register_dataset),
-                                  dict(name='toy_dataset', replace=False))],
         'TrainConfig': [Case(t.TrainConfig, dict(SETTINGS), choices=CHOICES),
                         Case(t.TrainConfig.from_dict, dict(values=dict(SETTINGS)), 'from_dict'),
                         Case(with_table('options'), dict(OPTIONS), 'options'),
                         Case(with_table('augment'), dict(AUGMENT), 'augment'),
                         Case(lambda: t.TrainConfig(**SETTINGS).to_toml(), {}, 'to_toml')],
         'load_datasets': [Case(t.load_datasets, dict(config=config))],
-        'lr_factor': [Case(t.lr_factor, dict(step=3, total=10, warmup=2, schedule='cosine'), choices=('schedule',))],
-        'LARS': [Case(lars_step, dict(lr=0.1, momentum=0.9, weight_decay=1e-4, trust=1e-3, clip=True,
-                                     exclude_bias_norm=False))],
-        'Processes': [Case(lambda parameters, world_size: t.Processes(parameters, world_size).world_size,
-                           dict(parameters=[torch.nn.Parameter(torch.ones(2))], world_size=2))],
         'Trainer': [Case(t.Trainer, dict(config=config, run_dir=str(_tmp()), datasets=t.load_datasets(config),
                                          monitors={'spread': lambda trainer: 1.0}))],
         'train': [Case(t.train, dict(config=config))],
         'resume': [Case(extended, dict(run_dir=str(run), epochs=2), os_errors=True),
                    Case(lambda log: t.resume(_copy(run), 2, log), dict(log=print), 'log')],
-        'read_recipes': [Case(lambda folder: list(t.read_recipes(folder)), dict(folder=str(t.RECIPE_FOLDER)),
-                              os_errors=True)],
-        'recipe': [Case(t.recipe, dict(name='fast', dataset='shapes'), choices=('dataset', 'name'))],
-        'format_seconds': [Case(t.format_seconds, dict(seconds=187.0))],
     }

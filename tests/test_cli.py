@@ -344,7 +344,7 @@ def test_evaluate_reports_the_step_and_loss_of_its_checkpoint(tmp_path, capsys, 
 # --- Fashion-MNIST (issue 27): its own default recipe, no other option needed ---------------------------------------
 
 from contrastive_nb.data import FASHION_MNIST_ROOT, write_fashion_mnist_fixture
-from contrastive_nb.training import recipe
+from contrastive_nb.datasets import recipe
 
 HAVE_FASHION = (FASHION_MNIST_ROOT / 't10k-labels-idx1-ubyte.gz').is_file()
 

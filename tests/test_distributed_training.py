@@ -17,7 +17,8 @@ from contrastive_nb.launch import free_port, launch
 from contrastive_nb.infonce import nt_xent
 from contrastive_nb.launch import world
 from contrastive_nb.runs import latest_checkpoint
-from contrastive_nb.training import Processes, TrainConfig, Trainer
+from contrastive_nb.launch import Processes
+from contrastive_nb.training import TrainConfig, Trainer
 
 TINY = dict(n_train=64, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8, batch_size=8,
             epochs=1, knn_every=0, progress=False, threads=1, norm='group', method='simclr_global')

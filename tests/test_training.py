@@ -32,7 +32,9 @@ from contrastive_nb.methods import (
 from contrastive_nb.launch import cpu_threads, select_device
 from contrastive_nb.runs import (CHECKPOINT_FORMAT, CheckpointError, latest_checkpoint, load_checkpoint,
                                  load_latest_checkpoint, save_checkpoint, write_text)
-from contrastive_nb.training import DATASETS, LARS, TrainConfig, Trainer, load_datasets, lr_factor, resume, train
+from contrastive_nb.datasets import DATASETS
+from contrastive_nb.optim import LARS, lr_factor
+from contrastive_nb.training import TrainConfig, Trainer, load_datasets, resume, train
 
 @pytest.fixture(autouse=True)
 def one_thread():
@@ -424,8 +426,8 @@ def test_training_imports_no_lesson_module():
             ours |= {a.name.partition('.')[2] for a in node.names if a.name.startswith('contrastive_nb.')}
         elif isinstance(node, ast.Call) and getattr(node.func, 'attr', None) == 'import_module':
             ours.add('<import_module>')
-    assert ours <= {'_checks', 'augment', 'compat', 'data', 'evaluate', 'launch', 'loop', 'methods', 'models',
-                    'runs'}, sorted(ours)
+    assert ours <= {'_checks', 'augment', 'compat', 'data', 'datasets', 'evaluate', 'launch', 'loop', 'methods',
+                    'models', 'optim', 'runs'}, sorted(ours)
     assert {'augment', 'loop', 'methods'} <= ours  # the parse found the imports
 
 # --- config -----------------------------------------------------------------------------------------------------------
@@ -947,7 +949,8 @@ def test_a_state_without_world_size_is_read_as_one_process():
 
 from contrastive_nb.augment import augment_batch
 from contrastive_nb.data import FASHION_MNIST_ROOT, load_fashion_mnist, write_fashion_mnist_fixture
-from contrastive_nb.training import RECIPES, TRAIN_POLICY, recipe
+from contrastive_nb.datasets import RECIPES, recipe
+from contrastive_nb.training import TRAIN_POLICY
 
 def test_fashion_mnist_is_registered_and_split_like_the_others(tmp_path):
     root = str(write_fashion_mnist_fixture(tmp_path, n=50, seed=2))
