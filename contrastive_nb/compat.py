@@ -27,6 +27,7 @@ MOVED = {  # module -> old name -> (module it lives in now, its name there)
     'memory_bank': {  # the builder: the class now takes (encoder, head, options, setup) itself
         'build_memory_bank_method': ('memory_bank', 'MemoryBankMethod'),
     },
+    'moco': {'build_moco': ('moco', 'MoCo')},  # the same: MoCo(encoder, head, options, setup)
 }
 
 def moved(

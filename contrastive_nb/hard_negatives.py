@@ -18,16 +18,16 @@ from ._checks import (check_bool, check_choice, check_generator, check_indices,
                                     check_temperature, check_tensor, check_module)
 from .infonce import (check_two_views, info_nce_inputs, nt_xent_inputs, reduce_loss,
                                     floor_at_zero, info_nce)
-from .methods import Batch, MethodOptions, TwoViewMethod, register_method
-from .moco import MoCo, MoCoQueue, check_views, output_dim
+from .methods import Batch, MethodOptions, MethodSetup, TwoViewMethod, register_method
+from .moco import MoCo, MoCoOptions, MoCoQueue, check_views, output_dim
 from .pairs import instance_ids, pair_masks
 from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['top_k_negatives', 'semi_hard_negatives', 'random_negatives', 'false_negative_share', 'hard_negative_loss',
            'in_batch_negatives', 'in_batch_hard_negative_loss', 'HardNegativeOptions', 'HardNegativeSimCLR',
-           'importance_weighted_negatives', 'importance_weighted_nt_xent', 'mix_hard_negatives', 'MoCHi',
-           'CrossBatchMemory', 'hardness_schedule']
+           'importance_weighted_negatives', 'importance_weighted_nt_xent', 'mix_hard_negatives', 'MoCHiOptions',
+           'MoCHi', 'CrossBatchMemory', 'hardness_schedule']
 
 # %% ../nbs/07_hard_negatives.ipynb #b48023e5
 def _similarity_and_mask(similarities, negative_mask) -> tuple[Tensor, Tensor]:
@@ -309,23 +309,34 @@ def mix_hard_negatives(
     return torch.nn.functional.normalize(torch.cat([mixes, query_mixes], 1), dim=2)
 
 # %% ../nbs/07_hard_negatives.ipynb #339c7693
+@dataclasses.dataclass(frozen=True)
+class MoCHiOptions(MoCoOptions):
+    "MoCHi's settings: MoCo's, and how many synthetic negatives each query gets."
+    num_hard: int = 0 # hardest queue keys mixed per query (0: a quarter of the queue)
+    n_mixes: int = 256 # synthetic negatives per query from two hard keys
+    n_query_mixes: int = 64 # synthetic negatives per query from the query and a key
+    query_max: float = 0.5 # the query's share is drawn from U(0, query_max)
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._store(num_hard=check_int(self.num_hard, 'num_hard', 0, self.queue_size),
+                    n_mixes=check_int(self.n_mixes, 'n_mixes', low=0),
+                    n_query_mixes=check_int(self.n_query_mixes, 'n_query_mixes', low=0),
+                    query_max=check_number(self.query_max, 'query_max', 0.0, 0.5, low_open=True))
+
 class MoCHi(MoCo):
     "MoCo whose candidates also hold synthetic hard negatives, mixed per query (Kalantidis et al.)."
+    Options = MoCHiOptions
     def __init__(self,
                  encoder: nn.Module, # (B, ...) inputs -> (B, F) features; becomes the query encoder
                  head: nn.Module, # (B, F) -> (B, D) embeddings for the loss
-                 num_hard: int | None = None, # hardest queue keys mixed per query; None: K // 4
-                 n_mixes: int = 256, # synthetic negatives per query from two hard keys
-                 n_query_mixes: int = 64, # synthetic negatives per query from the query and a key
-                 query_max: float = 0.5, # the query's share is drawn from U(0, query_max)
-                 **moco_options, # MoCo's queue_size, m, temperature, symmetric, bn_splits, seed
+                 options: MoCHiOptions | None = None, # its settings (None: the defaults)
+                 setup: MethodSetup | None = None, # the run: its batch and the queue's seed
                 ):
-        super().__init__(encoder, head, **moco_options)
-        self.num_hard = (max(1, self.queue.size // 4) if num_hard is None
-                         else check_int(num_hard, 'num_hard', 1, self.queue.size))
-        self.n_mixes = check_int(n_mixes, 'n_mixes', low=0)
-        self.n_query_mixes = check_int(n_query_mixes, 'n_query_mixes', low=0)
-        self.query_max = check_number(query_max, 'query_max', 0.0, 0.5, low_open=True)
+        super().__init__(encoder, head, options, setup)
+        o = self.options
+        self.num_hard = o.num_hard or max(1, o.queue_size // 4)
+        self.n_mixes, self.n_query_mixes, self.query_max = o.n_mixes, o.n_query_mixes, o.query_max
 
     def extra_repr(self) -> str:
         return (f"{super().extra_repr()}, num_hard={self.num_hard}, n_mixes={self.n_mixes}, "

@@ -258,7 +258,7 @@ METHODS: dict[str, MethodSpec] = {}
 BUILTIN_METHODS = {
     'simclr': ('contrastive_nb.infonce', 'SimCLR'),
     'memory_bank': ('contrastive_nb.memory_bank', 'MemoryBankMethod'),
-    'moco': ('contrastive_nb.moco', 'build_moco'),
+    'moco': ('contrastive_nb.moco', 'MoCo'),
     'hard_negative': ('contrastive_nb.hard_negatives', 'HardNegativeSimCLR'),
     'debiased': ('contrastive_nb.debiased', 'DebiasedSimCLR'),
     'hcl': ('contrastive_nb.debiased', 'HCLSimCLR'),

@@ -21,14 +21,17 @@ from ._checks import (check_choice, check_generator, check_module, check_positiv
                                     check_probability, check_seed, check_temperature, check_tensor,
                                     check_bool)
 from .augment import AugmentationPolicy
+from .compat import moved
 from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
-                                    register_method)
+                                    check_options, register_method)
 from .similarity import l2_normalize
 
+def __getattr__(name: str): return moved('moco', name)  # renamed: compat page
+
 # %% auto #0
-__all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'momentum_update', 'batch_statistics_only', 'output_dim', 'check_views', 'MoCo',
-           'MoCoOptions', 'build_moco', 'train_moco']
+__all__ = ['BUFFER_POLICIES', 'MoCoQueue', 'momentum_update', 'batch_statistics_only', 'output_dim', 'check_views', 'MoCoOptions',
+           'MoCo', 'train_moco']
 
 # %% ../nbs/06_moco.ipynb #6ac298e7
 def _checked_keys(
@@ -214,36 +217,49 @@ class _ShuffledKeys:
         return torch.empty_like(shuffled).index_copy_(0, order, shuffled)
 
 # %% ../nbs/06_moco.ipynb #0f1c2d3e
+@dataclasses.dataclass(frozen=True)
+class MoCoOptions(MethodOptions):
+    "MoCo's own settings."
+    temperature: float = 0.2 # τ of InfoNCE
+    queue_size: int = 4096 # K: negatives in the queue
+    momentum: float = 0.99 # m: momentum of the key encoder, in [0, 1]
+    symmetric: bool = False # also view 2's queries against view 1's keys; average
+    bn_splits: int = 1 # shuffle-BN on one device: sub-batches, keys shuffled
+
+    def __post_init__(self):
+        check_bool(self.symmetric, 'symmetric')
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    queue_size=check_positive_int(self.queue_size, 'queue_size'),
+                    momentum=check_probability(self.momentum, 'momentum'),
+                    bn_splits=check_positive_int(self.bn_splits, 'bn_splits'))
+
 class MoCo(_ShuffledKeys, ContrastiveMethod):
     "MoCo: InfoNCE between a query encoder and its momentum copy, past keys as negatives."
-    per_process_state = 'a queue of keys'  # each process would enqueue its own keys
+    Options, per_process_state = MoCoOptions, 'a queue of keys'  # each process: its own keys
     def __init__(self,
                  encoder: nn.Module, # (B, ...) inputs -> (B, F) features; becomes the query encoder
                  head: nn.Module, # (B, F) -> (B, D) embeddings for the loss
-                 queue_size: int = 4096, # K: negatives in the queue
-                 m: float = 0.99, # momentum of the key encoder, in [0, 1]
-                 temperature: float = 0.1, # τ of the InfoNCE loss
-                 symmetric: bool = False, # also view 2's queries against view 1's keys; average
-                 bn_splits: int = 1, # shuffle-BN on one device: sub-batches, keys shuffled
-                 seed: int = 0, # seeds the queue's starting vectors
+                 options: MoCoOptions | None = None, # its settings (None: the defaults)
+                 setup: MethodSetup | None = None, # the run: its batch and the queue's seed
                 ):
         super().__init__()
-        check_module(encoder, 'encoder')
-        check_module(head, 'head')
-        check_bool(symmetric, 'symmetric')
-        self.m = check_probability(m, 'm')
-        self.temperature = float(check_temperature(temperature))
-        self.symmetric = symmetric
-        self.bn_splits = check_positive_int(bn_splits, 'bn_splits')
-        self.encoder_q, self.head_q = encoder, head
+        if setup is not None and not isinstance(setup, MethodSetup):
+            raise TypeError(f"setup must be a MethodSetup or None, got {type(setup).__name__}")
+        self.encoder_q, self.head_q = check_module(encoder, 'encoder'), check_module(head, 'head')
+        self.options = o = check_options(self.Options() if options is None else options,
+                                         self.Options)
+        if setup is not None and setup.batch_size < 2 * o.bn_splits:
+            raise ValueError(f"batch_size ({setup.batch_size}) must be at least 2 × bn_splits = "
+                             f"{2 * o.bn_splits}")
+        self.momentum, self.temperature = o.momentum, o.temperature
+        self.symmetric, self.bn_splits = o.symmetric, o.bn_splits
         self.encoder_k, self.head_k = copy.deepcopy(encoder), copy.deepcopy(head)
         for p in [*self.encoder_k.parameters(), *self.head_k.parameters()]: p.requires_grad_(False)
-        queue_size = check_positive_int(queue_size, 'queue_size')
-        self.queue = MoCoQueue(queue_size, output_dim(head), seed)
+        self.queue = MoCoQueue(o.queue_size, output_dim(head), 0 if setup is None else setup.seed)
 
     def extra_repr(self) -> str:
-        return (f"m={self.m}, temperature={self.temperature}, symmetric={self.symmetric}, "
-                f"bn_splits={self.bn_splits}")
+        return (f"momentum={self.momentum}, temperature={self.temperature}, "
+                f"symmetric={self.symmetric}, bn_splits={self.bn_splits}")
 
     def _query_loss(self, q: Tensor, k: Tensor, negatives: Tensor,
                     generator: torch.Generator | None) -> Tensor:
@@ -261,8 +277,8 @@ class MoCo(_ShuffledKeys, ContrastiveMethod):
         pairs = ((view1, view2), (view2, view1)) if self.symmetric else ((view1, view2),)
         queries = [self._encode(self.encoder_q, self.head_q, a) for a, _ in pairs]
         if self.training:  # the key side moves before it encodes, as in MoCo's official code
-            momentum_update(self.encoder_q, self.encoder_k, self.m)
-            momentum_update(self.head_q, self.head_k, self.m)
+            momentum_update(self.encoder_q, self.encoder_k, self.momentum)
+            momentum_update(self.head_q, self.head_k, self.momentum)
         keys = [self._keys(b, generator) for _, b in pairs]
         negatives = self.queue.negatives()  # read before this batch's keys go in
         losses = [self._query_loss(q, k, negatives, generator) for q, k in zip(queries, keys)]
@@ -274,38 +290,7 @@ class MoCo(_ShuffledKeys, ContrastiveMethod):
         return self(*self.check_views(batch), batch.generator)
 
 # %% ../nbs/06_moco.ipynb #89ad2869
-@dataclasses.dataclass(frozen=True)
-class MoCoOptions(MethodOptions):
-    "MoCo's own settings."
-    temperature: float = 0.2 # τ of InfoNCE
-    queue_size: int = 4096 # K: negatives in the queue
-    momentum: float = 0.99 # momentum m of the key encoder
-    symmetric: bool = False # also view 2's queries against view 1's keys
-    bn_splits: int = 1 # shuffle-BN sub-batches
-
-    def __post_init__(self):
-        check_bool(self.symmetric, 'symmetric')
-        self._store(temperature=float(check_temperature(self.temperature)),
-                    queue_size=check_positive_int(self.queue_size, 'queue_size'),
-                    momentum=check_probability(self.momentum, 'momentum'),
-                    bn_splits=check_positive_int(self.bn_splits, 'bn_splits'))
-
-def build_moco(
-    encoder: nn.Module, # becomes the query encoder
-    head: nn.Module, # the query head
-    options: MoCoOptions, # the method's settings
-    setup: MethodSetup, # the run: its batch size and seed
-) -> MoCo: # a MoCo model, queue seeded from the run's seed
-    "A MoCo model for a run of lesson 09's trainer."
-    if setup.batch_size < 2 * options.bn_splits:
-        raise ValueError(f"batch_size ({setup.batch_size}) must be at least 2 × bn_splits = "
-                         f"{2 * options.bn_splits}")
-    o = options
-    return MoCo(encoder, head, queue_size=o.queue_size, m=o.momentum,
-                temperature=o.temperature, symmetric=o.symmetric, bn_splits=o.bn_splits,
-                seed=setup.seed)
-
-register_method('moco', build_moco, MoCoOptions)
+register_method('moco', MoCo)
 
 # %% ../nbs/06_moco.ipynb #e47d216b
 def train_moco(
@@ -329,7 +314,8 @@ def train_moco(
     if unknown:
         raise TypeError(f"train_moco got unknown option(s) {unknown}; it passes on "
                         f"{sorted(allowed)}. "
-                        "Settings of the method (m, queue_size, temperature) belong to MoCo(...)")
+                        "Settings of the method (momentum, queue_size, temperature) belong to "
+                        "MoCoOptions")
     check_tensor(images, 'images', ndim=4, nonempty=True)
     if len(images) < batch_size:
         raise ValueError(f"need at least batch_size = {batch_size} images, got {len(images)}")

@@ -26,8 +26,8 @@ def cases():
 
     def mochi(**options):
         encoder, head = _encoder_head()
-        return h.MoCHi(encoder, head, **{'queue_size': 8, 'num_hard': 3, 'n_mixes': 2, 'n_query_mixes': 2,
-                                         **options})
+        return h.MoCHi(encoder, head, h.MoCHiOptions(**{'queue_size': 8, 'num_hard': 3, 'n_mixes': 2,
+                                                       'n_query_mixes': 2, **options}))
 
     def xbm(**options):
         encoder, head = _encoder_head()
@@ -68,6 +68,8 @@ def cases():
                                                          query_max, gen()),
                                     dict(query=feats(), negatives=unit(8, seed=3), num_hard=3, n_mixes=2,
                                          n_query_mixes=2, query_max=0.5))],
+        'MoCHiOptions': [Case(h.MoCHiOptions, dict(num_hard=3, n_mixes=2, n_query_mixes=2, query_max=0.5,
+                                                   queue_size=8))],
         'MoCHi': [Case(lambda num_hard, n_mixes, n_query_mixes, query_max, queue_size:
                        mochi(num_hard=num_hard, n_mixes=n_mixes, n_query_mixes=n_query_mixes, query_max=query_max,
                              queue_size=queue_size),

@@ -348,7 +348,7 @@ def _moco():
 
     def model(**options):
         encoder, head = _encoder_head()
-        return mo.MoCo(encoder, head, **{'queue_size': 8, **options})
+        return mo.MoCo(encoder, head, mo.MoCoOptions(**{'queue_size': 8, 'temperature': 0.1, **options}))
 
     def momentum_update(m):
         online, target = _encoder_head()[1], _encoder_head()[1]
@@ -362,10 +362,11 @@ def _moco():
                       Case(lambda keys: mo.MoCoQueue(8, 4).enqueue(keys), dict(keys=unit(3)), 'enqueue')],
         'momentum_update': [Case(momentum_update, dict(m=0.9))],
         'batch_statistics_only': [Case(statistics_only, dict(module=nn.BatchNorm1d(3)))],
-        'MoCo': [Case(lambda queue_size, m, temperature, symmetric, bn_splits, seed:
-                      model(queue_size=queue_size, m=m, temperature=temperature, symmetric=symmetric,
-                            bn_splits=bn_splits, seed=seed),
-                      dict(queue_size=8, m=0.99, temperature=0.1, symmetric=False, bn_splits=1, seed=0)),
+        'MoCo': [Case(lambda batch_size, seed, queue_size, bn_splits:
+                      mo.MoCo(*_encoder_head(), mo.MoCoOptions(queue_size=queue_size, bn_splits=bn_splits),
+                              _mod('methods').MethodSetup(n_train=8, batch_size=batch_size, embed_dim=4,
+                                                          seed=seed)).queue.negatives(),
+                      dict(batch_size=4, seed=0, queue_size=8, bn_splits=2)),
                  Case(lambda view1, view2: model()(view1, view2, gen()), dict(view1=images(4), view2=images(4, seed=1)),
                       'forward', aliases={'view1': ('views',), 'view2': ('views',)}),
                  Case(lambda view1, view2: _method_loss(model(), [view1, view2]),
@@ -373,10 +374,6 @@ def _moco():
                       aliases={'view1': ('views',), 'view2': ('views',)})],
         'MoCoOptions': [Case(mo.MoCoOptions, dict(temperature=0.1, queue_size=8, momentum=0.99, symmetric=False,
                                                   bn_splits=2))],
-        'build_moco': [Case(lambda batch_size, queue_size, bn_splits:
-                            mo.build_moco(*_encoder_head(), mo.MoCoOptions(queue_size=queue_size, bn_splits=bn_splits),
-                                          _mod('methods').MethodSetup(n_train=8, batch_size=batch_size, embed_dim=4)),
-                            dict(batch_size=4, queue_size=8, bn_splits=2))],
         'train_moco': [Case(lambda images, epochs, batch_size: mo.train_moco(model(), images, _small_policy(),
                                                                            epochs=epochs, batch_size=batch_size,
                                                                            progress=False),

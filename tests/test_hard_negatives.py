@@ -329,7 +329,8 @@ def test_mixes_are_detached_and_reproducible():
 def tiny_model(cls, **kwargs):
     torch.manual_seed(0)
     encoder = SmallCNN(width=4, blocks=2, norm='group')
-    return cls(encoder, ProjectionHead(encoder.feature_dim, 8, 4), queue_size=10, m=0.9, **kwargs)
+    options = cls.Options(queue_size=10, momentum=0.9, temperature=0.1, **kwargs)
+    return cls(encoder, ProjectionHead(encoder.feature_dim, 8, 4), options)
 
 def test_mochi_enqueues_only_real_keys_and_reads_first():
     x1, x2 = torch.rand(4, 3, 8, 8, generator=torch.Generator().manual_seed(3)), torch.rand(4, 3, 8, 8)

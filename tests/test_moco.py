@@ -10,7 +10,8 @@ from torch import nn
 
 from contrastive_nb.infonce import info_nce
 from contrastive_nb.models import ProjectionHead, SmallCNN
-from contrastive_nb.moco import MoCo, MoCoQueue, batch_statistics_only, momentum_update, train_moco
+from contrastive_nb.methods import MethodSetup
+from contrastive_nb.moco import MoCo, MoCoOptions, MoCoQueue, batch_statistics_only, momentum_update, train_moco
 from contrastive_nb.augment import AugmentationPolicy
 
 def rand(*shape, seed=0, dtype=torch.float32):
@@ -267,10 +268,12 @@ def test_batch_statistics_only_restores_tracking_after_an_error_and_leaves_untra
 
 # --- MoCo ------------------------------------------------------------------------------------------------------------
 
-def tiny_moco(**kwargs):
+def tiny_moco(seed=0, **kwargs):
+    "Lesson 06's small MoCo: K = 40, m = 0.9, τ = 0.1 unless told otherwise; the queue seeded by `seed`."
     torch.manual_seed(0)
     encoder = SmallCNN(width=8, blocks=2)
-    return MoCo(encoder, ProjectionHead(encoder.feature_dim, 32, 16), **{'queue_size': 40, 'm': 0.9, **kwargs})
+    options = MoCoOptions(**{'queue_size': 40, 'momentum': 0.9, 'temperature': 0.1, **kwargs})
+    return MoCo(encoder, ProjectionHead(encoder.feature_dim, 32, 16), options, MethodSetup(40, 12, 16, seed=seed))
 
 def views(n=12, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -285,8 +288,8 @@ def reference_step(model, x_q, x_k):
     """One MoCo step from parts tested on their own: `momentum_update`, batch-statistics keys and `info_nce`
     against the queue as it was before the step (the pseudocode replay lives in the lesson). Changes `model`."""
     q = model.head_q(model.encoder_q(x_q))
-    momentum_update(model.encoder_q, model.encoder_k, model.m)
-    momentum_update(model.head_q, model.head_k, model.m)
+    momentum_update(model.encoder_q, model.encoder_k, model.momentum)
+    momentum_update(model.head_q, model.head_k, model.momentum)
     with torch.no_grad(), batch_statistics_only(model.encoder_k), batch_statistics_only(model.head_k):
         k = model.head_k(model.encoder_k(x_k))
     negatives = model.queue.negatives()
@@ -307,7 +310,7 @@ def test_forward_matches_the_reference_step_and_reads_before_enqueue():
 
 def test_key_side_running_statistics_are_the_ema_of_the_query_side():
     "The key encoder's BatchNorm statistics move only by the momentum update, with the same m as the weights."
-    model = tiny_moco(m=0.75)
+    model = tiny_moco(momentum=0.75)
     x1, x2 = views()
     model.encoder_q(x1 * 3 + 1)  # the query side's statistics drift away from the key side's
     running = lambda net: {k: v.clone() for k, v in net.state_dict().items() if 'running' in k}
@@ -323,7 +326,7 @@ def test_key_side_running_statistics_are_the_ema_of_the_query_side():
 
 def test_m_zero_copies_the_whole_key_side_buffers_included():
     "With m = 0 the whole key side (encoder and head, buffers included) is the query side after a step."
-    model = tiny_moco(m=0.0)
+    model = tiny_moco(momentum=0.0)
     model(*views())
     for net_q, net_k in ((model.encoder_q, model.encoder_k), (model.head_q, model.head_k)):
         assert all(torch.equal(a, b) for a, b in zip(net_q.state_dict().values(), net_k.state_dict().values()))
@@ -333,7 +336,8 @@ def test_a_batch_is_never_its_own_negative():
     log 2."""
     torch.manual_seed(0)
     encoder = SmallCNN(width=8, blocks=2, norm='group')
-    model = MoCo(encoder, nn.Sequential(nn.Linear(encoder.feature_dim, 16)), queue_size=32, m=0.0, temperature=0.05)
+    model = MoCo(encoder, nn.Sequential(nn.Linear(encoder.feature_dim, 16)),
+                 MoCoOptions(queue_size=32, momentum=0.0, temperature=0.05))
     x, _ = views()
     loss = model(x, x)
     assert loss < 0.1  # enqueue-first would put each positive among the negatives: loss >= log 2
@@ -368,13 +372,13 @@ def test_key_encoder_gets_no_gradient_and_only_momentum_moves_it():
     assert all(torch.allclose(k, 0.9 * a + 0.1 * b, atol=1e-6) for k, a, b in zip(key_params(model), k1, q1))
 
 def test_key_forward_leaves_running_statistics_to_the_momentum_update():
-    model = tiny_moco(m=1.0)  # frozen key side: nothing may change it
+    model = tiny_moco(momentum=1.0)  # frozen key side: nothing may change it
     before = snapshot(model.encoder_k)
     model(*views())
     assert all(torch.equal(v, before[k]) for k, v in model.encoder_k.state_dict().items() if v.is_floating_point())
 
 def test_m_zero_key_side_is_the_query_side():
-    model = tiny_moco(m=0.0)
+    model = tiny_moco(momentum=0.0)
     model(*views())
     assert all(torch.equal(a, b)
                for a, b in zip(model.encoder_q.state_dict().values(), model.encoder_k.state_dict().values()))
@@ -391,7 +395,7 @@ def test_symmetric_loss_is_the_mean_of_both_directions():
     r = copy.deepcopy(model)
     loss = model(x1, x2)
     q1, q2 = r.head_q(r.encoder_q(x1)), r.head_q(r.encoder_q(x2))
-    momentum_update(r.encoder_q, r.encoder_k, r.m), momentum_update(r.head_q, r.head_k, r.m)
+    momentum_update(r.encoder_q, r.encoder_k, r.momentum), momentum_update(r.head_q, r.head_k, r.momentum)
     with torch.no_grad(), batch_statistics_only(r.encoder_k), batch_statistics_only(r.head_k):
         k1, k2 = r.head_k(r.encoder_k(x1)), r.head_k(r.encoder_k(x2))
     negatives = r.queue.negatives()
@@ -405,7 +409,7 @@ def test_shuffle_bn_puts_every_key_back_in_place(splits):
     def model(s):
         torch.manual_seed(0)
         encoder = SmallCNN(width=8, blocks=2, norm='group')
-        return MoCo(encoder, nn.Sequential(nn.Linear(encoder.feature_dim, 16)), queue_size=40, bn_splits=s)
+        return MoCo(encoder, nn.Sequential(nn.Linear(encoder.feature_dim, 16)), MoCoOptions(queue_size=40, bn_splits=s))
     x1, x2 = views()
     plain = model(1)(x1, x2)
     assert torch.isclose(model(splits)(x1, x2, torch.Generator().manual_seed(splits)), plain, atol=1e-6)
@@ -437,15 +441,15 @@ def test_moco_state_round_trip(tmp_path):
     assert torch.equal(model.queue.keys, restored.queue.keys)
 
 def test_head_without_out_dim_uses_its_last_linear():
-    model = MoCo(nn.Flatten(), nn.Sequential(nn.Linear(12, 7), nn.ReLU(), nn.Linear(7, 5)), queue_size=8)
+    model = MoCo(nn.Flatten(), nn.Sequential(nn.Linear(12, 7), nn.ReLU(), nn.Linear(7, 5)), MoCoOptions(queue_size=8))
     assert model.queue.dim == 5
     with pytest.raises(ValueError, match='out_dim'): MoCo(nn.Flatten(), nn.ReLU())
 
 @pytest.mark.parametrize('kwargs, error, match', [
-    ({'m': 1.2}, ValueError, r'\[0, 1\]'),
-    ({'m': -0.5}, ValueError, r'\[0, 1\]'),
-    ({'m': True}, TypeError, 'm must'),
-    ({'m': '0.9'}, TypeError, 'm must'),
+    ({'momentum': 1.2}, ValueError, r'\[0, 1\]'),
+    ({'momentum': -0.5}, ValueError, r'\[0, 1\]'),
+    ({'momentum': True}, TypeError, 'momentum must'),
+    ({'momentum': '0.9'}, TypeError, 'momentum must'),
     ({'temperature': 0}, ValueError, 'temperature'),
     ({'temperature': -0.1}, ValueError, 'temperature'),
     ({'temperature': float('nan')}, ValueError, 'temperature'),
@@ -465,9 +469,9 @@ def test_moco_rejects_bad_settings(kwargs, error, match):
 def test_moco_rejects_non_modules_and_accepts_a_scalar_tensor_temperature():
     with pytest.raises(TypeError, match='encoder'): MoCo(lambda x: x, nn.Linear(2, 2))
     with pytest.raises(TypeError, match='head'): MoCo(nn.Flatten(), 'head')
-    model = tiny_moco(temperature=torch.tensor(0.2), m=torch.tensor(0.5))
-    assert model.temperature == pytest.approx(0.2) and model.m == 0.5 and isinstance(model.temperature, float)
-    assert 'm=0.5' in repr(model) and 'bn_splits=1' in repr(model)
+    model = tiny_moco(temperature=torch.tensor(0.2), momentum=torch.tensor(0.5))
+    assert model.temperature == pytest.approx(0.2) and model.momentum == 0.5 and isinstance(model.temperature, float)
+    assert 'momentum=0.5' in repr(model) and 'bn_splits=1' in repr(model)
 
 def test_moco_rejects_bad_views():
     model = tiny_moco(bn_splits=4)

@@ -73,7 +73,7 @@ def test_simclr_equals_train_simclr():
 def test_moco_equals_train_moco_with_shuffle_bn():
     trainer = Trainer(tiny(method='moco', options=dict(queue_size=24, bn_splits=2, momentum=0.9, temperature=0.3)))
     assert isinstance(trainer.method, MoCo)  # the method is the lesson's model itself
-    assert (trainer.method.m, trainer.method.temperature, trainer.method.bn_splits) == (0.9, 0.3, 2)
+    assert (trainer.method.momentum, trainer.method.temperature, trainer.method.bn_splits) == (0.9, 0.3, 2)
     assert len(trainer.method.queue.keys) == 24
     model = copy.deepcopy(trainer.method)
     trainer.fit()
@@ -137,7 +137,7 @@ def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
     from contrastive_nb.without_negatives import barlow_twins_loss, byol_loss, simsiam_loss, vicreg_loss
     o, views, g = types.SimpleNamespace(**options), batch.views, batch.generator
     if name == 'moco':  # lesson 06's model is its own loss
-        assert (method.temperature, method.m, method.symmetric, method.bn_splits, len(method.queue.keys)) == (
+        assert (method.temperature, method.momentum, method.symmetric, method.bn_splits, len(method.queue.keys)) == (
             o.temperature, o.momentum, o.symmetric, o.bn_splits, o.queue_size)
         return method(views[0], views[1], g)
     if name == 'memory_bank':  # lesson 05's step: read the bank before it is written
