@@ -22,8 +22,7 @@ from torch import Tensor, nn
 # %% auto #0
 __all__ = ['INT64_MAX', 'SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability',
            'check_range', 'check_temperature', 'check_choice', 'check_bool', 'check_tensor', 'check_indices',
-           'check_ids', 'check_generator', 'check_rng', 'check_module', 'check_frame', 'check_path',
-           'check_same_length', 'zip_damage']
+           'check_ids', 'check_generator', 'check_rng', 'check_module', 'check_frame', 'check_path', 'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
 INT64_MAX = 2 ** 63 - 1  # torch's integers: a count past it fails deep inside torch
@@ -290,17 +289,6 @@ def check_path(
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a str or a Path, got {type(value).__name__}")
     return Path(value)
-
-def check_same_length(
-    a, # the first sequence (anything with a length)
-    b, # the second
-    names: tuple[str, str], # their names, for the message
-) -> int: # the common length
-    "The common length of `a` and `b`, else a ValueError naming both."
-    if len(a) != len(b):
-        raise ValueError(f"{names[0]} and {names[1]} must have the same length (one {names[1]} "
-                         f"per {names[0]}), got {len(a)} and {len(b)}")
-    return len(a)
 
 # %% ../nbs/checks.ipynb #8a288882
 def zip_damage(

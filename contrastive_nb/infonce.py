@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_seed, check_temperature, check_tensor, check_module)
+                                    check_seed, check_temperature, check_tensor)
 from .augment import AugmentationPolicy, augment_batch
 from .loop import History, ImageBatches, Loop, OnStep, Progress
 from .methods import (Batch, ContrastiveMethod, MethodOptions, TwoViewMethod,
@@ -26,8 +26,8 @@ from .similarity import l2_normalize
 
 # %% auto #0
 __all__ = ['REDUCTIONS', 'unit_rows', 'check_loss_options', 'reduce_loss', 'floor_at_zero', 'info_nce_inputs', 'check_two_views',
-           'nt_xent_inputs', 'info_nce', 'nt_xent', 'row_logsumexp', 'loss_value', 'train_method', 'PairLoss',
-           'train_on_pairs', 'SimCLROptions', 'SimCLR', 'train_simclr']
+           'nt_xent_inputs', 'info_nce', 'nt_xent', 'row_logsumexp', 'train_method', 'PairLoss', 'train_on_pairs',
+           'SimCLROptions', 'SimCLR', 'train_simclr']
 
 # %% ../nbs/03_infonce.ipynb #bf007a0c
 REDUCTIONS = ('mean', 'sum', 'none')
@@ -295,15 +295,6 @@ def _check_training(method, images, epochs, batch_size, lr, weight_decay, seed) 
     check_number(weight_decay, 'weight_decay', low=0.0)
     check_seed(seed)
 
-def loss_value(
-    loss: Tensor, # the scalar loss of a step
-    step: int, # the step's number, for the message
-) -> float: # the loss as a Python float (one host synchronisation)
-    "The loss as a float; a non-finite loss raises instead of training on it."
-    value = loss.item()
-    if not math.isfinite(value):
-        raise FloatingPointError(f"the loss is {value} at step {step}: lower lr, check the inputs")
-    return value
 
 # %% ../nbs/03_infonce.ipynb #ef6c1274
 def train_method(
@@ -399,13 +390,7 @@ def train_simclr(
     **options, # passed on to `train_method`: lr, weight_decay, seed, progress, desc
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Train `encoder` and `head` with NT-Xent on two augmented views of each image."
-    check_module(encoder, 'encoder')
-    check_module(head, 'head')
-    check_tensor(images, 'images', ndim=4)
-    if len(images) < 2:
-        raise ValueError(f"images must hold at least 2 images to form negatives, got {len(images)}")
-    if check_positive_int(batch_size, 'batch_size') < 2:
-        raise ValueError("batch_size must be at least 2: a view needs negatives")
+    # the networks are checked by SimCLR, the images and the batch by train_method
     method = SimCLR(encoder, head, SimCLROptions(temperature=temperature))
     return train_method(method, images, policy, epochs=epochs, batch_size=batch_size,
                         **{'desc': 'SimCLR', **options})

@@ -2,7 +2,7 @@
 whose own entries live in tests/test_bad_input.py: `BLOCKS[module]()` gives `{name: [Case, ...]}`.
 
 A check is called directly. A kernel trusts its input by design (NaN in, NaN out), so it is registered behind the
-door that feeds it in the lessons: `row_logsumexp` on `nt_xent_inputs`' output, `reduce_loss` and `loss_value` on a
+door that feeds it in the lessons: `row_logsumexp` on `nt_xent_inputs`' output, `reduce_loss` on a
 loss. `name` arguments only name the argument in the messages, so they are not corrupted."""
 import pandas as pd
 from test_bad_input import Case, feats, images, _mod
@@ -33,8 +33,6 @@ def _infonce():
         'reduce_loss': [Case(lambda z1, z2, reduction: i.reduce_loss(i.nt_xent(z1, z2, reduction='none'),
                                                                       reduction),
                              dict(**views, reduction='sum'), choices=('reduction',))],
-        'loss_value': [Case(lambda z1, z2, step: i.loss_value(i.nt_xent(z1, z2), step), dict(**views, step=3),
-                            fixed=('step',))],
     }
 
 def _moco():
