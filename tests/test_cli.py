@@ -130,16 +130,19 @@ def test_a_truncated_checkpoint_is_named_and_the_previous_one_still_resumes(tmp_
     out = cli('train', '--resume', 'run', cwd=tmp_path)  # from step 10 to the end again
     assert out.returncode == 0, out.stderr
 
-@pytest.mark.slow
-@pytest.mark.parametrize('args,message', [
+BAD_SETTINGS = [
     (['--method', 'dino'], "method must be one of"),
     (['--batch-size', '1'], "batch_size must be at least 2"),
     (['--dataset', 'cifar10', '--data-root', 'no/such/folder'], "CIFAR-10 was not found"),
     (['--options.temperature', '0'], "temperature must be a finite number in (0"),
     (['--method', 'moco', '--options.symmetric', 'true', '--options.bn-splits', '0'], "bn_splits"),
     (['--augment.scale', '0.5', '2.0'], "scale[1]"),
-])
-def test_bad_settings_fail_in_one_line_before_any_work(tmp_path, args, message):
+]
+
+@pytest.mark.slow
+def test_a_bad_setting_fails_in_one_line_from_the_shell(tmp_path):
+    "The command as a user types it (one case: the rest run in-process, below, through the same `main`)."
+    args, message = BAD_SETTINGS[0]
     out = cli('train', *args, '--run-dir', 'run', cwd=tmp_path)
     assert out.returncode == 2 and message in out.stderr
     assert 'Traceback' not in out.stderr and len(out.stderr.strip().splitlines()) == 1
@@ -151,6 +154,14 @@ def run_main(capsys, *args) -> tuple[int, str, str]:
     code = main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err
+
+@pytest.mark.parametrize('args,message', BAD_SETTINGS)
+def test_bad_settings_fail_in_one_line_before_any_work(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(capsys, 'train', *args, '--run-dir', 'run')
+    assert code == 2 and message in err
+    assert 'Traceback' not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / 'run').exists()
 
 @pytest.mark.parametrize('toml,message', [
     ('[options]\ntemperature = 0.0\n', 'temperature must be a finite number in (0'),
