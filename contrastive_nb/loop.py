@@ -300,7 +300,7 @@ def _check_monitors(monitors) -> dict[str, Callable]:
     "Monitors: a dict of names (words) to callables, or None for none."
     if monitors is None: return {}
     if not isinstance(monitors, dict):
-        raise TypeError(f"monitors must be a dict of name -> f(trainer) -> number, got "
+        raise TypeError(f"monitors must be a dict of name -> f(subject) -> number, got "
                         f"{type(monitors).__name__}")
     for name, monitor in monitors.items():
         if not isinstance(name, str) or not name.isidentifier() or not callable(monitor):

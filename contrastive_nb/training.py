@@ -24,8 +24,8 @@ from torch import Tensor, nn
 from torch import distributed as dist
 from tqdm import tqdm
 
-from ._checks import (check_bool, check_choice, check_int, check_number, check_path,
-                                    check_positive_int, check_seed)
+from ._checks import (check_bool, check_choice, check_int, check_module, check_number,
+                                    check_path, check_positive_int, check_seed)
 from .augment import AugmentationPolicy
 from .compat import moved
 from .data import ImageDataset, as_float_images
@@ -498,6 +498,7 @@ class Trainer:
            ) -> float: # kNN accuracy of the encoder's features
         "kNN accuracy of the encoder's features on a split, training images as the labelled bank."
         check_choice(split, 'split', ('val', 'test'))
+        if encoder is not None: check_module(encoder, 'encoder')
         query, bank = self.data[split], self.data['train'].subset(slice(0, bank_size))
         if len(query) == 0: return math.nan
         autocast = (contextlib.nullcontext() if self.dtype == torch.float32
@@ -658,7 +659,7 @@ def train(
     trainer.fit()
     return trainer
 
-def _check_extension(where, done: int, length: int, warmup: int, epochs) -> None:
+def _check_extension(where: str | Path, done: int, length: int, warmup: int, epochs) -> None:
     "A finished run is extended only when asked, an unfinished one never (`where`: which run)."
     if epochs is None:
         if done >= length:
