@@ -498,12 +498,11 @@ class Trainer:
            ) -> float: # kNN accuracy of the encoder's features
         "kNN accuracy of the encoder's features on a split, training images as the labelled bank."
         check_choice(split, 'split', ('val', 'test'))
-        if encoder is not None: check_module(encoder, 'encoder')
+        encoder = self.encoder if encoder is None else check_module(encoder, 'encoder')
         query, bank = self.data[split], self.data['train'].subset(slice(0, bank_size))
         if len(query) == 0: return math.nan
         autocast = (contextlib.nullcontext() if self.dtype == torch.float32
                     else torch.autocast(self.device.type, dtype=self.dtype))
-        encoder = self.encoder if encoder is None else encoder
         with autocast:
             f_bank, f_query = (embed(encoder, d.images, device=self.device) for d in (bank, query))
         return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=self.config.knn_k)
