@@ -26,8 +26,9 @@ from .similarity import l2_normalize
 # %% auto #0
 __all__ = ['top_k_negatives', 'semi_hard_negatives', 'random_negatives', 'false_negative_share', 'hard_negative_loss',
            'in_batch_negatives', 'in_batch_hard_negative_loss', 'HardNegativeOptions', 'HardNegativeSimCLR',
-           'importance_weighted_negatives', 'importance_weighted_nt_xent', 'mix_hard_negatives', 'MoCHiOptions',
-           'MoCHi', 'CrossBatchMemory', 'hardness_schedule']
+           'importance_weighted_negatives', 'importance_weighted_nt_xent', 'ImportanceWeightedOptions',
+           'ImportanceWeightedSimCLR', 'mix_hard_negatives', 'MoCHiOptions', 'MoCHi', 'CrossBatchMemoryOptions',
+           'CrossBatchMemory', 'hardness_schedule']
 
 # %% ../nbs/07_hard_negatives.ipynb #b48023e5
 def _similarity_and_mask(similarities, negative_mask) -> tuple[Tensor, Tensor]:
@@ -270,6 +271,26 @@ def importance_weighted_nt_xent(
     loss = floor_at_zero(torch.logaddexp(positive, log_negatives) - positive)
     return reduce_loss(loss, reduction)
 
+# %% ../nbs/07_hard_negatives.ipynb #0d84e270
+@dataclasses.dataclass(frozen=True)
+class ImportanceWeightedOptions(MethodOptions):
+    "The importance-weighted method's own settings."
+    temperature: float = 0.2 # τ
+    beta: float = 1.0 # hardness β >= 0: weight e^{βs/τ} on each negative (0: SimCLR's loss)
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    beta=check_number(self.beta, 'beta', low=0.0))
+
+class ImportanceWeightedSimCLR(TwoViewMethod):
+    "Two views of each source; each in-batch negative weighted by its hardness (HCL, no debiasing)."
+    Options = ImportanceWeightedOptions
+
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        return importance_weighted_nt_xent(z1, z2, self.options.temperature, self.options.beta)
+
+register_method('importance_weighted', ImportanceWeightedSimCLR)
+
 # %% ../nbs/07_hard_negatives.ipynb #327dfe61
 def mix_hard_negatives(
     query: Tensor, # (N, D) query embeddings (detached inside)
@@ -353,52 +374,46 @@ class MoCHi(MoCo):
 
 
 # %% ../nbs/07_hard_negatives.ipynb #dd22c7aa
-class CrossBatchMemory(nn.Module):
+@dataclasses.dataclass(frozen=True)
+class CrossBatchMemoryOptions(HardNegativeOptions):
+    "XBM's own settings: the hard-negative method's, and the length of the memory."
+    memory_size: int = 1024 # past embeddings kept as extra negatives
+
+    def __post_init__(self):
+        super().__post_init__()
+        self._store(memory_size=check_positive_int(self.memory_size, 'memory_size'))
+
+class CrossBatchMemory(TwoViewMethod):
     "NT-Xent whose negatives are the batch plus a memory of past embeddings (XBM, Wang et al.)."
+    Options, per_process_state = CrossBatchMemoryOptions, 'a memory of past embeddings'
+
     def __init__(self,
                  encoder: nn.Module, # (B, ...) inputs -> (B, F) features
                  head: nn.Module, # (B, F) -> (B, D) embeddings for the loss
-                 memory_size: int = 1024, # past embeddings kept as extra negatives
-                 temperature: float = 0.5, # τ of the loss
-                 hard_weight: float = 0.5, # `hard_negative_loss`'s weight of the hardest negatives
-                 num_hard: int | None = None, # hardest per view; None: a quarter of the candidates
-                 seed: int = 0, # seeds the memory's starting vectors
+                 options: CrossBatchMemoryOptions | None = None, # its settings (None: defaults)
+                 setup: MethodSetup | None = None, # the run: its seed seeds the memory
                 ):
-        super().__init__()
-        check_module(encoder, 'encoder')
-        check_module(head, 'head')
-        self.encoder, self.head = encoder, head
-        self.memory = MoCoQueue(check_positive_int(memory_size, 'memory_size'), output_dim(head),
-                                seed)
-        self.temperature = float(check_temperature(temperature))
-        self.hard_weight = check_probability(hard_weight, 'hard_weight')
-        self.num_hard = None if num_hard is None else check_positive_int(num_hard, 'num_hard')
+        super().__init__(encoder, head, options, setup)
+        seed = 0 if setup is None else setup.seed
+        self.memory = MoCoQueue(self.options.memory_size, output_dim(head), seed)
 
-    def extra_repr(self) -> str:
-        return (f"memory_size={self.memory.size}, temperature={self.temperature}, "
-                f"hard_weight={self.hard_weight}, num_hard={self.num_hard}")
-
-    def forward(self,
-                view1: Tensor, # (B, ...) first view of each source, B >= 2
-                view2: Tensor, # (B, ...) second view
-                generator: torch.Generator | None = None, # unused: the signature of a pair loss
-               ) -> Tensor: # the loss, a scalar
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
         "The loss of two views against batch + memory; in training mode, enqueue them afterwards."
-        check_views(view1, view2, 1, next(self.encoder.parameters(), None))
-        z1, z2 = self.head(self.encoder(view1)), self.head(self.encoder(view2))
         check_two_views(z1, z2)
-        n, dtype = len(z1), torch.promote_types(z1.dtype, torch.float32)  # float32 for half inputs
-        z = l2_normalize(torch.cat([z1, z2]).to(dtype))                   # (2B, D) unit rows
-        memory = self.memory.negatives().to(dtype)                        # read before enqueuing
+        o, n = self.options, len(z1)
+        z = l2_normalize(torch.cat([z1, z2]))                            # (2B, D) unit rows
+        memory = self.memory.negatives().to(z.dtype)                     # read before enqueuing
         k = 2 * n - 2 + len(memory)
-        if self.num_hard is not None and self.num_hard > k:
-            raise ValueError(f"num_hard = {self.num_hard} but a view has only {k} negatives")
+        if o.num_hard > k:
+            raise ValueError(f"num_hard = {o.num_hard} but a view has only {k} negatives")
         # Logits, not an (2B, K, D) copy of the memory per view: the same loss, far less work.
-        positive, in_batch = _in_batch_logits(z, self.temperature)        # the other 2B − 2 views
-        logits = torch.cat([in_batch, z @ memory.T / self.temperature], 1)
-        loss = _hard_negative_logit_loss(positive, logits, self.hard_weight, self.num_hard).mean()
+        positive, in_batch = _in_batch_logits(z, o.temperature)          # the other 2B − 2 views
+        logits = torch.cat([in_batch, z @ memory.T / o.temperature], 1)
+        loss = _hard_negative_logit_loss(positive, logits, o.weight, o.num_hard or None).mean()
         if self.training: self.memory.enqueue(torch.cat([z1, z2]).detach())  # after the loss
         return loss
+
+register_method('xbm', CrossBatchMemory)
 
 # %% ../nbs/07_hard_negatives.ipynb #f3c1538d
 def hardness_schedule(

@@ -177,6 +177,8 @@ class TwoViewMethod(ContrastiveMethod):
         self.encoder, self.head = check_module(encoder, 'encoder'), check_module(head, 'head')
         self.options = check_options(self.Options() if options is None else options,
                                      self.Options)
+        if setup is not None and not isinstance(setup, MethodSetup):
+            raise TypeError(f"setup must be a MethodSetup or None, got {type(setup).__name__}")
         self.setup = setup
 
     def loss(self, batch: Batch) -> Tensor:
@@ -260,6 +262,8 @@ BUILTIN_METHODS = {
     'memory_bank': ('contrastive_nb.memory_bank', 'MemoryBankMethod'),
     'moco': ('contrastive_nb.moco', 'MoCo'),
     'hard_negative': ('contrastive_nb.hard_negatives', 'HardNegativeSimCLR'),
+    'importance_weighted': ('contrastive_nb.hard_negatives', 'ImportanceWeightedSimCLR'),
+    'xbm': ('contrastive_nb.hard_negatives', 'CrossBatchMemory'),
     'debiased': ('contrastive_nb.debiased', 'DebiasedSimCLR'),
     'hcl': ('contrastive_nb.debiased', 'HCLSimCLR'),
     'supcon': ('contrastive_nb.debiased', 'SupCon'),

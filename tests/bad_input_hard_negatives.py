@@ -29,9 +29,10 @@ def cases():
         return h.MoCHi(encoder, head, h.MoCHiOptions(**{'queue_size': 8, 'num_hard': 3, 'n_mixes': 2,
                                                        'n_query_mixes': 2, **options}))
 
-    def xbm(**options):
-        encoder, head = _encoder_head()
-        return h.CrossBatchMemory(encoder, head, **{'memory_size': 8, **options})
+    def xbm(seed=0, **options):
+        options = h.CrossBatchMemoryOptions(**{'memory_size': 8, **options})
+        setup = _mod('methods').MethodSetup(n_train=8, batch_size=4, embed_dim=4, seed=seed)
+        return h.CrossBatchMemory(*_encoder_head(), options, setup)
 
     return {
         'importance_weighted_nt_xent': [Case(h.importance_weighted_nt_xent,
@@ -77,13 +78,19 @@ def cases():
                   Case(lambda view1, view2: mochi()(view1, view2, gen()),
                        dict(view1=images(4), view2=images(4, seed=1)),
                        'forward', aliases={'view1': ('views',), 'view2': ('views',)})],
-        'CrossBatchMemory': [Case(lambda memory_size, temperature, hard_weight, num_hard, seed:
-                                  xbm(memory_size=memory_size, temperature=temperature, hard_weight=hard_weight,
+        'CrossBatchMemoryOptions': [Case(h.CrossBatchMemoryOptions, dict(temperature=0.5, weight=0.5, num_hard=3,
+                                                                          memory_size=8))],
+        'CrossBatchMemory': [Case(lambda memory_size, temperature, weight, num_hard, seed:
+                                  xbm(memory_size=memory_size, temperature=temperature, weight=weight,
                                       num_hard=num_hard, seed=seed),
-                                  dict(memory_size=8, temperature=0.5, hard_weight=0.5, num_hard=3, seed=0)),
-                             Case(lambda view1, view2: xbm()(view1, view2),
-                                  dict(view1=images(4), view2=images(4, seed=1)),
-                                  'forward', aliases={'view1': ('views',), 'view2': ('views',)})],
+                                  dict(memory_size=8, temperature=0.5, weight=0.5, num_hard=3, seed=0)),
+                             Case(lambda view1, view2: two_view_loss(xbm(), view1, view2),
+                                  dict(view1=images(4), view2=images(4, seed=1)), 'loss', aliases=VIEW_ALIASES)],
+        'ImportanceWeightedOptions': [Case(h.ImportanceWeightedOptions, dict(temperature=0.5, beta=2.0))],
+        'ImportanceWeightedSimCLR': [Case(lambda view1, view2: two_view_loss(
+                                              h.ImportanceWeightedSimCLR(*_encoder_head()), view1, view2),
+                                          dict(view1=images(4), view2=images(4, seed=1)), 'loss',
+                                          aliases=VIEW_ALIASES)],
         'HardNegativeOptions': [Case(h.HardNegativeOptions, dict(temperature=0.5, weight=0.5, num_hard=3))],
         'HardNegativeSimCLR': [Case(lambda encoder, temperature, weight, num_hard:
                                     h.HardNegativeSimCLR(encoder, _encoder_head()[1],

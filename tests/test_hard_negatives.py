@@ -140,11 +140,12 @@ def test_importance_weighting_rejects_bad_batches():
 
 # --- selection ------------------------------------------------------------------------------------------------------
 
-from contrastive_nb.hard_negatives import (CrossBatchMemory, MoCHi, false_negative_share, hard_negative_loss,
-                                           hardness_schedule, in_batch_hard_negative_loss, in_batch_negatives,
-                                           mix_hard_negatives,
-                                           random_negatives, semi_hard_negatives, top_k_negatives)
+from contrastive_nb.hard_negatives import (CrossBatchMemory, CrossBatchMemoryOptions, MoCHi, false_negative_share,
+                                           hard_negative_loss, hardness_schedule, in_batch_hard_negative_loss,
+                                           in_batch_negatives, mix_hard_negatives, random_negatives,
+                                           semi_hard_negatives, top_k_negatives)
 from contrastive_nb.infonce import info_nce
+from contrastive_nb.methods import Batch
 from contrastive_nb.models import ProjectionHead, SmallCNN
 from contrastive_nb.moco import MoCo
 from contrastive_nb.pairs import instance_ids, pair_masks
@@ -378,13 +379,18 @@ def test_mochi_takes_no_query_mixes():
 def tiny_xbm(**kwargs):
     torch.manual_seed(0)
     encoder = SmallCNN(width=4, blocks=2, norm='group')
-    return CrossBatchMemory(encoder, ProjectionHead(encoder.feature_dim, 8, 4), **kwargs)
+    options = CrossBatchMemoryOptions(**{'temperature': 0.5, **kwargs})
+    return CrossBatchMemory(encoder, ProjectionHead(encoder.feature_dim, 8, 4), options)
+
+def xbm_loss(xbm, x1, x2):
+    "The loss of one step of two views."
+    return xbm.loss(Batch([x1, x2], torch.arange(len(x1)), torch.zeros(len(x1), dtype=torch.long), None))
 
 def test_xbm_reads_then_enqueues():
     x1, x2 = torch.rand(3, 3, 8, 8, generator=torch.Generator().manual_seed(4)), torch.rand(3, 3, 8, 8)
-    xbm = tiny_xbm(memory_size=8, hard_weight=0.0)
+    xbm = tiny_xbm(memory_size=8, weight=0.0)
     before = xbm.memory.negatives()
-    loss = xbm(x1, x2)
+    loss = xbm_loss(xbm, x1, x2)
     with torch.no_grad():
         z1, z2 = xbm.head(xbm.encoder(x1)), xbm.head(xbm.encoder(x2))
     q, p, n = in_batch_negatives(z1, z2)
@@ -392,7 +398,7 @@ def test_xbm_reads_then_enqueues():
     assert torch.isclose(loss, expected, atol=1e-6)
     assert torch.allclose(xbm.memory.negatives()[-6:], F.normalize(torch.cat([z1, z2]), dim=1), atol=1e-6)
     # the second step sees the first batch in its memory
-    loss2 = xbm(x1, x2)
+    loss2 = xbm_loss(xbm, x1, x2)
     q, p, n = in_batch_negatives(z1, z2)
     memory = torch.cat([before, F.normalize(torch.cat([z1, z2]), dim=1)])[-8:]  # oldest first
     expected2 = info_nce(q, p, torch.cat([n, memory.expand(6, -1, -1)], 1), 0.5)
@@ -401,19 +407,19 @@ def test_xbm_reads_then_enqueues():
 def test_xbm_eval_mode_does_not_enqueue():
     xbm = tiny_xbm(memory_size=8).eval()
     before = xbm.memory.negatives()
-    xbm(torch.rand(3, 3, 8, 8), torch.rand(3, 3, 8, 8))
+    xbm_loss(xbm, torch.rand(3, 3, 8, 8), torch.rand(3, 3, 8, 8))
     assert torch.equal(before, xbm.memory.negatives()) and int(xbm.memory.seen) == 0
 
 def test_xbm_rejects_bad_settings():
     with pytest.raises(ValueError, match='memory_size'):
         tiny_xbm(memory_size=0)
     with pytest.raises(ValueError, match='num_hard'):
-        tiny_xbm(memory_size=4, num_hard=50)(torch.rand(3, 3, 8, 8), torch.rand(3, 3, 8, 8))
+        xbm_loss(tiny_xbm(memory_size=4, num_hard=50), torch.rand(3, 3, 8, 8), torch.rand(3, 3, 8, 8))
 
 def test_xbm_num_hard_may_take_every_negative():
     # 3 sources: 2·3 − 2 in-batch negatives and 4 in memory; num_hard = all 8 is allowed
     x1, x2 = torch.rand(3, 3, 8, 8), torch.rand(3, 3, 8, 8)
-    assert torch.isfinite(tiny_xbm(memory_size=4, num_hard=8)(x1, x2))
+    assert torch.isfinite(xbm_loss(tiny_xbm(memory_size=4, num_hard=8), x1, x2))
 
 # --- curriculum -----------------------------------------------------------------------------------------------------
 

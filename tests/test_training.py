@@ -47,7 +47,7 @@ def tiny(**changes) -> TrainConfig:
     return TrainConfig(**{**base, **changes})
 
 # options that fit a run of 40 images, 8 per batch (the defaults' queue and bank are larger than the data)
-SMALL = {'memory_bank': {'k': 16}, 'moco': {'queue_size': 16}}
+SMALL = {'memory_bank': {'k': 16}, 'moco': {'queue_size': 16}, 'xbm': {'memory_size': 16}}
 
 def small(method: str, **options) -> dict:
     "The method's options for a tiny run, with `options` changed."
@@ -112,6 +112,8 @@ CHANGED = {'simclr': dict(temperature=0.3, chunk_size=3),
            'memory_bank': dict(temperature=0.3, k=12, momentum=0.3, negatives='per-query'),
            'moco': dict(temperature=0.3, queue_size=16, momentum=0.9, symmetric=True, bn_splits=2),
            'hard_negative': dict(temperature=0.3, weight=0.7, num_hard=3),
+           'importance_weighted': dict(temperature=0.3, beta=0.5),
+           'xbm': dict(temperature=0.3, weight=0.7, num_hard=3, memory_size=16),
            'debiased': dict(temperature=0.3, tau_plus=0.2),
            'hcl': dict(temperature=0.3, tau_plus=0.2, beta=0.5),
            'supcon': dict(temperature=0.3),
@@ -132,7 +134,7 @@ def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
     "The loss of the lesson that teaches `name`, with the lesson's own functions, the modules of `method`."
     from contrastive_nb.debiased import debiased_nt_xent, hcl_loss, supcon_loss
     from contrastive_nb.distributed import global_nt_xent
-    from contrastive_nb.hard_negatives import hard_negative_loss, in_batch_negatives
+    from contrastive_nb.hard_negatives import hard_negative_loss, importance_weighted_nt_xent, in_batch_negatives
     from contrastive_nb.infonce import info_nce, nt_xent
     from contrastive_nb.without_negatives import barlow_twins_loss, byol_loss, simsiam_loss, vicreg_loss
     o, views, g = types.SimpleNamespace(**options), batch.views, batch.generator
@@ -150,6 +152,12 @@ def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
     if name == 'simclr_global': return global_nt_xent(z1, z2, o.temperature, o.chunk_size)
     if name == 'hard_negative':
         return hard_negative_loss(*in_batch_negatives(z1, z2), o.temperature, o.weight, o.num_hard)
+    if name == 'importance_weighted': return importance_weighted_nt_xent(z1, z2, o.temperature, o.beta)
+    if name == 'xbm':  # lesson 07's order: the memory as the step found it, then the batch goes in
+        query, positive, in_batch = in_batch_negatives(z1, z2)
+        memory = method.memory.negatives().expand(len(query), -1, -1)
+        return hard_negative_loss(query, positive, torch.cat([in_batch, memory], 1), o.temperature, o.weight,
+                                  o.num_hard)
     if name == 'debiased': return debiased_nt_xent(z1, z2, o.temperature, o.tau_plus)
     if name == 'hcl': return hcl_loss(z1, z2, o.temperature, o.tau_plus, o.beta)
     if name == 'supcon': return supcon_loss(torch.cat([z1, z2]), torch.cat([batch.labels] * 2), o.temperature)
