@@ -20,11 +20,13 @@ from .hard_negatives import importance_weighted_negatives
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
 from .infonce import (check_loss_options, nt_xent_inputs, reduce_loss, unit_rows,
                                     floor_at_zero)
+from .pairs import pair_masks
 
 # %% auto #0
-__all__ = ['FN_MODES', 'SUPCON_VARIANTS', 'debiased_nt_xent', 'hcl_loss', 'clamped_anchors', 'decoupled_nt_xent',
+__all__ = ['FN_MODES', 'SUPCON_VARIANTS', 'FLAGS', 'debiased_nt_xent', 'hcl_loss', 'clamped_anchors', 'decoupled_nt_xent',
            'detect_false_negatives', 'false_negative_loss', 'supcon_loss', 'DebiasedOptions', 'HCLOptions',
-           'SupConOptions', 'DebiasedSimCLR', 'HCLSimCLR', 'SupCon']
+           'SupConOptions', 'DebiasedSimCLR', 'HCLSimCLR', 'SupCon', 'DecoupledOptions', 'FalseNegativeOptions',
+           'DecoupledSimCLR', 'FalseNegativeSimCLR']
 
 # %% ../nbs/08_debiased.ipynb #33d71c1d
 def _views(z1, z2, temperature, reduction) -> tuple[Tensor, Tensor, Tensor, float | Tensor]:
@@ -274,3 +276,46 @@ class SupCon(TwoViewMethod):
 
 for _name, _method in (('debiased', DebiasedSimCLR), ('hcl', HCLSimCLR), ('supcon', SupCon)):
     register_method(_name, _method)
+
+# %% ../nbs/08_debiased.ipynb #2cc468b6
+@dataclasses.dataclass(frozen=True)
+class DecoupledOptions(MethodOptions):
+    "The decoupled method's own settings."
+    temperature: float = 0.2 # τ
+
+    def __post_init__(self):
+        self._store(temperature=float(check_temperature(self.temperature)))
+
+FLAGS = ('similarity', 'labels')
+
+@dataclasses.dataclass(frozen=True)
+class FalseNegativeOptions(MethodOptions):
+    "The false-negative method's own settings."
+    temperature: float = 0.2 # τ
+    mode: str = 'eliminate' # 'eliminate': out of the denominator; 'attract': extra positives
+    flag: str = 'similarity' # 'similarity': the k most similar sources; 'labels': same class
+    k: int = 1 # with flag='similarity': other sources flagged per source
+
+    def __post_init__(self):
+        check_choice(self.mode, 'mode', FN_MODES)
+        check_choice(self.flag, 'flag', FLAGS)
+        self._store(temperature=float(check_temperature(self.temperature)),
+                    k=check_int(self.k, 'k', low=0))
+
+class DecoupledSimCLR(TwoViewMethod):
+    "SimCLR's two views with the decoupled loss (Yeh et al. 2022): no positive in the denominator."
+    Options = DecoupledOptions
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        return decoupled_nt_xent(z1, z2, self.options.temperature)
+
+class FalseNegativeSimCLR(TwoViewMethod):
+    "SimCLR's two views; flagged false negatives dropped or made positives (Huynh et al. 2022)."
+    Options = FalseNegativeOptions
+    def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
+        o = self.options
+        flagged = (pair_masks(batch.labels)[0] if o.flag == 'labels'
+                   else detect_false_negatives(z1, z2, o.k))
+        return false_negative_loss(z1, z2, flagged, o.temperature, o.mode)
+
+register_method('decoupled', DecoupledSimCLR)
+register_method('false_negative', FalseNegativeSimCLR)

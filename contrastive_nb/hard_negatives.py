@@ -393,6 +393,8 @@ class CrossBatchMemory(TwoViewMethod):
                  options: CrossBatchMemoryOptions | None = None, # its settings (None: defaults)
                  setup: MethodSetup | None = None, # the run: its seed seeds the memory
                 ):
+        if setup is not None and not isinstance(setup, MethodSetup):
+            raise TypeError(f"setup must be a MethodSetup or None, got {type(setup).__name__}")
         super().__init__(encoder, head, options, setup)
         seed = 0 if setup is None else setup.seed
         self.memory = MoCoQueue(self.options.memory_size, output_dim(head), seed)

@@ -177,8 +177,6 @@ class TwoViewMethod(ContrastiveMethod):
         self.encoder, self.head = check_module(encoder, 'encoder'), check_module(head, 'head')
         self.options = check_options(self.Options() if options is None else options,
                                      self.Options)
-        if setup is not None and not isinstance(setup, MethodSetup):
-            raise TypeError(f"setup must be a MethodSetup or None, got {type(setup).__name__}")
         self.setup = setup
 
     def loss(self, batch: Batch) -> Tensor:
@@ -267,6 +265,8 @@ BUILTIN_METHODS = {
     'debiased': ('contrastive_nb.debiased', 'DebiasedSimCLR'),
     'hcl': ('contrastive_nb.debiased', 'HCLSimCLR'),
     'supcon': ('contrastive_nb.debiased', 'SupCon'),
+    'decoupled': ('contrastive_nb.debiased', 'DecoupledSimCLR'),
+    'false_negative': ('contrastive_nb.debiased', 'FalseNegativeSimCLR'),
     'simclr_global': ('contrastive_nb.distributed', 'GlobalSimCLR'),
     'simsiam': ('contrastive_nb.without_negatives', 'SimSiam'),
     'byol': ('contrastive_nb.without_negatives', 'BYOL'),

@@ -3,7 +3,7 @@ import torch
 from test_bad_input import Case, feats, images, _mod
 from bad_input_hard_negatives import VIEW_ALIASES, _encoder_head, two_view_loss
 
-CONSTANTS = {'FN_MODES', 'SUPCON_VARIANTS'}
+CONSTANTS = {'FN_MODES', 'SUPCON_VARIANTS', 'FLAGS'}
 
 def cases():
     d = _mod('debiased')
@@ -35,6 +35,16 @@ def cases():
                       loss(d.HCLSimCLR)],
         'SupCon': [Case(method(d.SupCon, d.SupConOptions), dict(encoder=_encoder_head()[0], temperature=0.5)),
                    loss(d.SupCon)],
+        'DecoupledOptions': [Case(d.DecoupledOptions, dict(temperature=0.5))],
+        'FalseNegativeOptions': [Case(d.FalseNegativeOptions, dict(temperature=0.5, mode='attract', flag='labels',
+                                                                   k=2), choices=('mode', 'flag'))],
+        'DecoupledSimCLR': [Case(method(d.DecoupledSimCLR, d.DecoupledOptions),
+                                 dict(encoder=_encoder_head()[0], temperature=0.5)),
+                            loss(d.DecoupledSimCLR)],
+        'FalseNegativeSimCLR': [Case(method(d.FalseNegativeSimCLR, d.FalseNegativeOptions),
+                                     dict(encoder=_encoder_head()[0], temperature=0.5, mode='eliminate',
+                                          flag='similarity', k=2), choices=('mode', 'flag')),
+                                loss(d.FalseNegativeSimCLR)],
         'debiased_nt_xent': [Case(d.debiased_nt_xent, dict(**views, temperature=0.5, tau_plus=0.1,
                                                            reduction='mean'), choices=('reduction',))],
         'hcl_loss': [Case(d.hcl_loss, dict(**views, temperature=0.5, tau_plus=0.1, beta=1.0,

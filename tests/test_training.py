@@ -117,6 +117,8 @@ CHANGED = {'simclr': dict(temperature=0.3, chunk_size=3),
            'debiased': dict(temperature=0.3, tau_plus=0.2),
            'hcl': dict(temperature=0.3, tau_plus=0.2, beta=0.5),
            'supcon': dict(temperature=0.3),
+           'decoupled': dict(temperature=0.3),
+           'false_negative': dict(temperature=0.3, mode='attract', flag='labels', k=2),
            'simclr_global': dict(temperature=0.3, grad_cache_chunk=4, chunk_size=3, gather='no_grad'),
            'simsiam': dict(predictor_hidden=6, predictor=False, stop_gradient=False, fixed_predictor_lr=False),
            'byol': dict(predictor_hidden=12, base_momentum=0.9, final_momentum=0.95),
@@ -132,7 +134,9 @@ def test_changed_options_cover_every_option_of_every_built_in_method():
 
 def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
     "The loss of the lesson that teaches `name`, with the lesson's own functions, the modules of `method`."
-    from contrastive_nb.debiased import debiased_nt_xent, hcl_loss, supcon_loss
+    from contrastive_nb.debiased import (debiased_nt_xent, decoupled_nt_xent, detect_false_negatives,
+                                         false_negative_loss, hcl_loss, supcon_loss)
+    from contrastive_nb.pairs import pair_masks
     from contrastive_nb.distributed import global_nt_xent
     from contrastive_nb.hard_negatives import hard_negative_loss, importance_weighted_nt_xent, in_batch_negatives
     from contrastive_nb.infonce import info_nce, nt_xent
@@ -161,6 +165,10 @@ def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
     if name == 'debiased': return debiased_nt_xent(z1, z2, o.temperature, o.tau_plus)
     if name == 'hcl': return hcl_loss(z1, z2, o.temperature, o.tau_plus, o.beta)
     if name == 'supcon': return supcon_loss(torch.cat([z1, z2]), torch.cat([batch.labels] * 2), o.temperature)
+    if name == 'decoupled': return decoupled_nt_xent(z1, z2, o.temperature)
+    if name == 'false_negative':
+        flagged = pair_masks(batch.labels)[0] if o.flag == 'labels' else detect_false_negatives(z1, z2, o.k)
+        return false_negative_loss(z1, z2, flagged, o.temperature, o.mode)
     if name == 'simsiam':  # lesson 13's: the predictor of each embedding against the other's
         return simsiam_loss(method.predictor(z1), z1, method.predictor(z2), z2, o.stop_gradient)
     if name == 'byol':  # against the target's projections of the other view
