@@ -12,12 +12,14 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
-from ._checks import (check_choice, check_ids, check_int, check_number,
+from ._checks import (check_choice, check_ids, check_int, check_module, check_number,
                                     check_temperature, check_tensor)
 from .hard_negatives import importance_weighted_negatives
-from .methods import Batch, MethodOptions, TwoViewMethod, register_method
+from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup, TwoViewMethod,
+                                    check_options, register_method)
+from .moco import output_dim
 from .infonce import (check_loss_options, nt_xent_inputs, reduce_loss, unit_rows,
                                     floor_at_zero)
 from .pairs import pair_masks
@@ -26,7 +28,7 @@ from .pairs import pair_masks
 __all__ = ['FN_MODES', 'SUPCON_VARIANTS', 'FLAGS', 'debiased_nt_xent', 'hcl_loss', 'clamped_anchors', 'decoupled_nt_xent',
            'detect_false_negatives', 'false_negative_loss', 'supcon_loss', 'DebiasedOptions', 'HCLOptions',
            'SupConOptions', 'DebiasedSimCLR', 'HCLSimCLR', 'SupCon', 'DecoupledOptions', 'FalseNegativeOptions',
-           'DecoupledSimCLR', 'FalseNegativeSimCLR']
+           'DecoupledSimCLR', 'FalseNegativeSimCLR', 'SupervisedOptions', 'Supervised']
 
 # %% ../nbs/08_debiased.ipynb #33d71c1d
 def _views(z1, z2, temperature, reduction) -> tuple[Tensor, Tensor, Tensor, float | Tensor]:
@@ -319,3 +321,38 @@ class FalseNegativeSimCLR(TwoViewMethod):
 
 register_method('decoupled', DecoupledSimCLR)
 register_method('false_negative', FalseNegativeSimCLR)
+
+# %% ../nbs/08_debiased.ipynb #7c2210f4
+@dataclasses.dataclass(frozen=True)
+class SupervisedOptions(MethodOptions):
+    "The supervised baseline's own settings: none, its classes are the data's labels."
+
+class Supervised(ContrastiveMethod):
+    "The baseline with labels: one view of each image, the head's outputs as class scores."
+    Options, n_views = SupervisedOptions, 1
+
+    def __init__(self,
+                 encoder: nn.Module, # (B, C, H, W) -> (B, F) features
+                 head: nn.Module, # (B, F) -> (B, K) scores of K classes, at least the data's
+                 options: SupervisedOptions | None = None, # its settings (None: the defaults)
+                 setup: MethodSetup | None = None, # the run: its number of classes is checked
+                ):
+        super().__init__()
+        self.encoder, self.head = check_module(encoder, 'encoder'), check_module(head, 'head')
+        self.options = check_options(self.Options() if options is None else options, self.Options)
+        if setup is not None and setup.n_classes > output_dim(head):
+            raise ValueError(f"the head gives {output_dim(head)} class scores for "
+                             f"{setup.n_classes} classes: give it at least one per class "
+                             "(the trainer's embed_dim)")
+
+    def loss(self, batch: Batch) -> Tensor:
+        "Cross-entropy of the head's scores for one view of each source against its label."
+        scores = self.embed(self.encoder, self.head, self.check_views(batch)[0])
+        if self.check_values:  # off in the trainer's step, like every check that reads values
+            labels, (n, k) = check_ids(batch.labels, 'labels'), scores.shape
+            if len(labels) != n or not 0 <= labels.min() <= labels.max() < k:
+                raise ValueError(f"labels must be {n} class indices in [0, {k}): the head gives "
+                                 f"{k} class scores")
+        return F.cross_entropy(scores, batch.labels)
+
+register_method('supervised', Supervised)

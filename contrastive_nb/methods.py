@@ -89,11 +89,13 @@ class MethodSetup:
     seed: int = 0 # the run's seed (a bank's or a queue's starting rows)
     world_size: int = 1 # processes training together
     total_steps: int = 0 # optimiser steps the run will take (0: not known), for a schedule
+    n_classes: int = 0 # classes of the training labels (0: not known), for a classifier
 
     def __post_init__(self):
         for name in ('n_train', 'batch_size', 'embed_dim', 'world_size'):
             object.__setattr__(self, name, check_positive_int(getattr(self, name), name))
-        object.__setattr__(self, 'total_steps', check_int(self.total_steps, 'total_steps', low=0))
+        for name in ('total_steps', 'n_classes'):
+            object.__setattr__(self, name, check_int(getattr(self, name), name, low=0))
         object.__setattr__(self, 'seed', check_seed(self.seed))
 
 # %% ../nbs/methods.ipynb #2d243a52
@@ -267,6 +269,7 @@ BUILTIN_METHODS = {
     'supcon': ('contrastive_nb.debiased', 'SupCon'),
     'decoupled': ('contrastive_nb.debiased', 'DecoupledSimCLR'),
     'false_negative': ('contrastive_nb.debiased', 'FalseNegativeSimCLR'),
+    'supervised': ('contrastive_nb.debiased', 'Supervised'),
     'simclr_global': ('contrastive_nb.distributed', 'GlobalSimCLR'),
     'simsiam': ('contrastive_nb.without_negatives', 'SimSiam'),
     'byol': ('contrastive_nb.without_negatives', 'BYOL'),

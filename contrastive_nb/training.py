@@ -406,7 +406,7 @@ class Trainer:
         self.images, self.labels = train.images.to(self.device), train.labels.to(self.device)
         self.policy, self.steps_per_epoch = c.augment, len(train) // c.batch_size
         setup = MethodSetup(n_train=len(train), batch_size=self.local_batch, embed_dim=c.embed_dim,
-                            seed=c.seed, world_size=self.world_size,
+                            seed=c.seed, world_size=self.world_size, n_classes=len(train.classes),
                             total_steps=c.epochs * self.steps_per_epoch)
         self.method, self.encoder, self.method_file = _build_method(c, setup)
         self.method.to(self.device)

@@ -1,7 +1,7 @@
 """Bad-input registry of contrastive_nb.debiased (read by tests/test_bad_input.py)."""
 import torch
-from test_bad_input import Case, feats, images, _mod
-from bad_input_hard_negatives import VIEW_ALIASES, _encoder_head, two_view_loss
+from test_bad_input import Case, feats, gen, images, _mod
+from bad_input_hard_negatives import VIEW_ALIASES, VIEW_NAMES, _encoder_head, two_view_loss
 
 CONSTANTS = {'FN_MODES', 'SUPCON_VARIANTS', 'FLAGS'}
 
@@ -35,6 +35,14 @@ def cases():
                       loss(d.HCLSimCLR)],
         'SupCon': [Case(method(d.SupCon, d.SupConOptions), dict(encoder=_encoder_head()[0], temperature=0.5)),
                    loss(d.SupCon)],
+        'SupervisedOptions': [Case(d.SupervisedOptions, dict())],
+        'Supervised': [Case(lambda encoder, n_classes: d.Supervised(encoder, _encoder_head()[1], setup=_mod(
+                                'methods').MethodSetup(n_train=8, batch_size=4, embed_dim=4, n_classes=n_classes)),
+                            dict(encoder=_encoder_head()[0], n_classes=4)),
+                       Case(lambda view, labels: d.Supervised(*_encoder_head()).loss(
+                                _mod('methods').Batch([view], torch.arange(4), labels, gen())),
+                            dict(view=images(4), labels=torch.tensor([0, 1, 3, 2])), 'loss', indices=('labels',),
+                            aliases={'view': VIEW_NAMES})],
         'DecoupledOptions': [Case(d.DecoupledOptions, dict(temperature=0.5))],
         'FalseNegativeOptions': [Case(d.FalseNegativeOptions, dict(temperature=0.5, mode='attract', flag='labels',
                                                                    k=2), choices=('mode', 'flag'))],

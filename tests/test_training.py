@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from conftest import ROOT
 from contrastive_nb import training
@@ -41,8 +42,9 @@ def one_thread():
     with cpu_threads(1): yield
 
 def tiny(**changes) -> TrainConfig:
-    "A run of a few steps on 16 px Shapes with a 4-channel CNN."
-    base = dict(n_train=40, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=8,
+    "A run of a few steps on 16 px Shapes with a 4-channel CNN (the supervised head: a score per class)."
+    embed_dim = 10 if changes.get('method') == 'supervised' else 8
+    base = dict(n_train=40, n_test=16, augment={'size': 16}, width=4, blocks=2, head_hidden=16, embed_dim=embed_dim,
                 batch_size=8, epochs=2, knn_every=0, val_fraction=0.2, progress=False)
     return TrainConfig(**{**base, **changes})
 
@@ -119,6 +121,7 @@ CHANGED = {'simclr': dict(temperature=0.3, chunk_size=3),
            'supcon': dict(temperature=0.3),
            'decoupled': dict(temperature=0.3),
            'false_negative': dict(temperature=0.3, mode='attract', flag='labels', k=2),
+           'supervised': dict(),  # no settings of its own
            'simclr_global': dict(temperature=0.3, grad_cache_chunk=4, chunk_size=3, gather='no_grad'),
            'simsiam': dict(predictor_hidden=6, predictor=False, stop_gradient=False, fixed_predictor_lr=False),
            'byol': dict(predictor_hidden=12, base_momentum=0.9, final_momentum=0.95),
@@ -151,6 +154,7 @@ def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
         query = method.head(method.encoder(views[0]))
         draw = bank.sample_shared_negatives if o.negatives == 'shared' else bank.sample_negatives
         return info_nce(query, bank(rows), draw(rows, o.k, g), o.temperature)
+    if name == 'supervised': return F.cross_entropy(method.head(method.encoder(views[0])), batch.labels)
     z1, z2 = (method.head(method.encoder(v)) for v in views)
     if name == 'simclr': return nt_xent(z1, z2, temperature=o.temperature, chunk_size=o.chunk_size)
     if name == 'simclr_global': return global_nt_xent(z1, z2, o.temperature, o.chunk_size)
