@@ -17,8 +17,8 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_ids, check_int, check_module, check_number,
                                     check_temperature, check_tensor)
 from .hard_negatives import importance_weighted_negatives
-from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup, TwoViewMethod,
-                                    check_options, register_method)
+from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
+                                    TwoViewMethod, check_options, register_method)
 from .moco import output_dim
 from .infonce import (check_loss_options, nt_xent_inputs, reduce_loss, unit_rows,
                                     floor_at_zero)
