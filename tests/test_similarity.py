@@ -320,7 +320,9 @@ def test_bad_types_and_values_name_the_argument(call, error, message):
     with pytest.raises(error, match=message): call()
 
 def test_results_that_do_not_fit_the_dtype_raise_instead_of_returning_inf():
-    x = torch.randn(6, 4)
+    # Seeded: for about 5 % of draws the closest pair is so close that uniformity at t = 1e6 fits
+    # float16 (e.g. −18 416), and then returning it is right.
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
     y = -x  # every distance is 2, and 2^alpha overflows float32 at alpha = 200
     with pytest.raises(ValueError, match='alpha = 200'): alignment(x, y, alpha=200.0)
     with pytest.raises(ValueError, match='alpha = 20'): alignment(x.half(), y.half(), alpha=20.0)
