@@ -152,9 +152,7 @@ def check_image_batch(
 # %% ../nbs/augment.ipynb #17f0484e
 def _check_boxes(boxes, n: int) -> Tensor:
     "(n, 4) finite float boxes with x0 < x1 and y0 < y1."
-    check_tensor(boxes, 'boxes', ndim=2, finite=True)
-    if not boxes.is_floating_point():
-        raise TypeError(f"boxes must be floating point fractions of the image, got {boxes.dtype}")
+    check_tensor(boxes, 'boxes', ndim=2, dtype='float', finite=True)
     if boxes.shape != (n, 4): raise ValueError(f"boxes must be ({n}, 4), got {tuple(boxes.shape)}")
     if not ((boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])).all():
         raise ValueError("boxes: every box must satisfy x0 < x1 and y0 < y1")
@@ -314,9 +312,8 @@ def augment_batch(
     images = check_image_batch(images, check_values=check_values)
     if not isinstance(policy, AugmentationPolicy):
         raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
-    check_generator(generator, cpu=True)
     n, s, device = len(images), policy.jitter_strength, images.device
-    boxes = sample_crop_boxes(n, policy.scale, policy.ratio, generator)
+    boxes = sample_crop_boxes(n, policy.scale, policy.ratio, generator)  # checks the generator
     flip = torch.rand(n, generator=generator) < policy.flip_p
     out = _resized_crop(images, boxes.to(device), policy.size, flip.to(device))
     low, high = max(0.0, 1 - 0.8 * s), 1 + 0.8 * s

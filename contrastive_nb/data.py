@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import operator
 import os
 import pickle
 import struct
@@ -24,9 +23,9 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ._checks import (check_choice, check_indices, check_int, check_number,
-                                    check_positive_int, check_tensor, check_seed, check_bool,
-                                    check_frame, check_path)
+from ._checks import (check_bool, check_choice, check_frame, check_generator,
+                                    check_ids, check_indices, check_int, check_number, check_path,
+                                    check_positive_int, check_range, check_seed, check_tensor)
 
 # %% auto #0
 __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'FASHION_MNIST_CLASSES',
@@ -61,8 +60,7 @@ def as_float_images(
 # %% ../nbs/00_data.ipynb #72f16feb
 def _check_labels(labels, n: int, n_classes: int) -> Tensor:
     "(n,) int64 labels in [-1, n_classes), or an error that names the argument."
-    if not isinstance(labels, Tensor): labels = torch.as_tensor(np.asarray(labels))
-    check_tensor(labels, 'labels', ndim=1, dtype='int')
+    labels = check_ids(labels, 'labels')
     if len(labels) != n:
         raise ValueError(f"labels must be ({n},) to match the images, got {len(labels)}")
     # Compared in int64: in uint8 the bound -1 wraps to 255, in int8 a bound of 300 to 44.
@@ -71,13 +69,6 @@ def _check_labels(labels, n: int, n_classes: int) -> Tensor:
         raise ValueError(f"labels must lie in [0, {n_classes - 1}] (or -1 for unlabelled) for "
                          f"{n_classes} classes, got values in [{wide.min()}, {wide.max()}]")
     return wide
-
-def _check_images(images: Tensor) -> None:
-    "(N, C, H, W) uint8, or float with every value in [0, 1]."
-    check_tensor(images, 'images', ndim=4)
-    if images.dtype != torch.uint8 and not images.is_floating_point():
-        raise TypeError(f"images must be float in [0, 1] or uint8, got {images.dtype}")
-    if images.is_floating_point(): _check_unit_range(images, 'float images')
 
 # %% ../nbs/00_data.ipynb #aeec2260
 def _index_tensor(index, n: int) -> Tensor:
@@ -116,7 +107,10 @@ class ImageDataset(Dataset):
                  masks: Tensor | None = None, # (N, H, W) share of each pixel covered by the object
                  name: str = 'images', # shown in the repr
                 ):
-        _check_images(images)
+        check_tensor(images, 'images', ndim=4)
+        if images.dtype != torch.uint8 and not images.is_floating_point():
+            raise TypeError(f"images must be float in [0, 1] or uint8, got {images.dtype}")
+        if images.is_floating_point(): _check_unit_range(images, 'float images')
         if isinstance(classes, str) or not isinstance(classes, Sequence):
             raise TypeError(f"classes must be a sequence of names, got {type(classes).__name__}")
         labels = _check_labels(labels, len(images), len(classes))
@@ -134,8 +128,7 @@ class ImageDataset(Dataset):
     def __len__(self): return len(self.images)
 
     def __getitem__(self, i: int):
-        if isinstance(i, bool): raise TypeError("i must be an int index, got bool")
-        i = operator.index(i)  # a float or a mask is not an index
+        i = check_int(i, 'i')  # a bool, a float or a mask is not an index
         return as_float_images(self.images[i]), self.labels[i]
 
     def subset(self,
@@ -276,11 +269,7 @@ def render_shapes(
     size, chunk = check_positive_int(size, 'size'), check_positive_int(chunk, 'chunk')
     supersample = check_positive_int(supersample, 'supersample')
     noise = check_number(noise, 'noise', low=0.0)
-    if isinstance(seed, torch.Generator):
-        if seed.device.type != 'cpu':  # the noise is drawn on the CPU
-            raise ValueError(f"seed must be an int or a CPU torch.Generator, got a generator on "
-                             f"{seed.device}")
-        g = seed
+    if isinstance(seed, torch.Generator): g = check_generator(seed, 'seed', cpu=True)
     else: g = torch.Generator().manual_seed(check_seed(seed))
     shape = torch.tensor([SHAPE_NAMES.index(s) for s in factors.shape_name], dtype=torch.long)
     colour = torch.tensor([list(COLOURS).index(c) for c in factors.colour_name], dtype=torch.long)
@@ -315,13 +304,7 @@ def make_shapes(
     n, seed = check_positive_int(n, 'n'), check_seed(seed)
     if check_int(size, 'size') < 8:
         raise ValueError(f"size must be at least 8 pixels to draw a recognisable shape, got {size}")
-    if isinstance(scale_range, (str, bytes)) or not hasattr(scale_range, '__len__'):
-        raise TypeError(f"scale_range must be a (low, high) pair, got {scale_range!r}")
-    if len(scale_range) != 2: raise ValueError(f"scale_range must be a pair, got {scale_range!r}")
-    lo, hi = (check_number(s, 'scale_range') for s in scale_range)
-    if not 0 < lo <= hi <= 0.5:
-        raise ValueError(f"scale_range must satisfy 0 < low <= high <= 0.5, "
-                         f"got {tuple(scale_range)}")
+    lo, hi = check_range(scale_range, 'scale_range', 0.0, 0.5, low_open=True)
     background_max = check_number(background_max, 'background_max', 0.0, 1.0)
     g = torch.Generator().manual_seed(seed)
     shape = torch.randint(len(SHAPE_NAMES), (n,), generator=g)
@@ -506,8 +489,9 @@ def _flag(value, name: str) -> bool:
     "A real bool: 'no' or 0.5 would otherwise pass as True (load the training set, download)."
     return check_bool(bool(value) if isinstance(value, np.bool_) else value, name)
 
-def _fetch_or_explain(name: str, folder: Path, download: bool, fetch, url: str) -> None:
-    "Make sure `folder` exists: download it through torchvision if allowed, else explain how."
+def _fetch_or_explain(name: str, folder: Path, download: bool, url: str, dataset: str,
+                      **options) -> None:
+    "Make sure `folder` exists: download it with torchvision's `dataset` if allowed, else explain."
     if folder.exists(): return
     if not download:
         raise DatasetNotFoundError(
@@ -515,7 +499,9 @@ def _fetch_or_explain(name: str, folder: Path, download: bool, fetch, url: str) 
             f"again with download=True (needs internet access), or download the archive from {url} "
             f"yourself and extract it into {folder.parent} (or set CONTRASTIVE_NB_DATA to the "
             "folder that holds it).")
-    try: fetch()
+    try:
+        import torchvision.datasets
+        getattr(torchvision.datasets, dataset)(str(folder.parent), download=True, **options)
     except Exception as e:
         raise DatasetNotFoundError(f"Downloading {name} into {folder.parent} failed ({e}). "
                                    f"Download the archive from {url} yourself and extract it "
@@ -540,10 +526,7 @@ def load_cifar10(
     root, train = _root(root), _flag(train, 'train')
     download = _flag(download, 'download')
     folder = root / 'cifar-10-batches-py'
-    def fetch():
-        from torchvision.datasets import CIFAR10
-        CIFAR10(str(root), train=train, download=True)
-    _fetch_or_explain('CIFAR-10', folder, download, fetch, _CIFAR_URL)
+    _fetch_or_explain('CIFAR-10', folder, download, _CIFAR_URL, 'CIFAR10', train=train)
     names = [f'data_batch_{i}' for i in range(1, 6)] if train else ['test_batch']
     missing = [n for n in names if not (folder / n).exists()]
     if missing:
@@ -572,10 +555,7 @@ def load_stl10(
     check_choice(split, 'split', ('train', 'test', 'unlabeled'))
     root, download = _root(root), _flag(download, 'download')
     folder = root / 'stl10_binary'
-    def fetch():
-        from torchvision.datasets import STL10
-        STL10(str(root), split=split, download=True)
-    _fetch_or_explain('STL-10', folder, download, fetch, _STL_URL)
+    _fetch_or_explain('STL-10', folder, download, _STL_URL, 'STL10', split=split)
     x_path = folder / f'{split}_X.bin'
     if not x_path.exists():
         raise DatasetNotFoundError(f"STL-10 in {folder} lacks {x_path.name}. "
@@ -591,10 +571,14 @@ def load_stl10(
     return ImageDataset(images, torch.from_numpy(labels), classes, name='stl10')
 
 # %% ../nbs/00_data.ipynb #2e5b1f88
-def _fixture_root(root) -> Path:
-    "`root` as a Path; no default, so that a fixture never lands among the real downloads."
+def _fixture(root, seed, name: str = '') -> tuple[Path, np.random.Generator]:
+    "A fixture's folder `root / name`, created, and a generator seeded with `seed`."
+    rng = np.random.default_rng(check_seed(seed))
+    # No default root, so that a fixture never lands among the real downloads.
     if root is None: raise TypeError("root must be a str or a Path, got None (no default here)")
-    return _root(root)
+    folder = _root(root) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder, rng
 
 def write_cifar10_fixture(
     root: str | Path, # folder in which `cifar-10-batches-py/` is created
@@ -603,9 +587,7 @@ def write_cifar10_fixture(
 ) -> Path: # the created folder
     "Write a tiny CIFAR-10 in the real on-disk format (python pickle batches)."
     per_batch = check_positive_int(per_batch, 'per_batch')
-    rng = np.random.default_rng(check_seed(seed))
-    folder = _fixture_root(root) / 'cifar-10-batches-py'
-    folder.mkdir(parents=True, exist_ok=True)
+    folder, rng = _fixture(root, seed, 'cifar-10-batches-py')
     for name in [f'data_batch_{i}' for i in range(1, 6)] + ['test_batch']:
         batch = {'batch_label': name, 'labels': rng.integers(0, 10, per_batch).tolist(),
                  'data': rng.integers(0, 256, (per_batch, 3072), dtype=np.uint8),
@@ -622,9 +604,7 @@ def write_stl10_fixture(
 ) -> Path: # the created folder
     "Write a tiny STL-10 in the real on-disk format (column-major uint8 binaries, labels 1–10)."
     n = check_positive_int(n, 'n')
-    rng = np.random.default_rng(check_seed(seed))
-    folder = _fixture_root(root) / 'stl10_binary'
-    folder.mkdir(parents=True, exist_ok=True)
+    folder, rng = _fixture(root, seed, 'stl10_binary')
     for split in ('train', 'test', 'unlabeled'):
         images = rng.integers(0, 256, (n, 3, 96, 96), dtype=np.uint8)
         images.transpose(0, 1, 3, 2).tofile(folder / f'{split}_X.bin')
@@ -682,15 +662,6 @@ def _fashion_file(folder: Path, name: str) -> Path | None:
     "The file as released (gzipped), else uncompressed (as torchvision keeps it), else None."
     return next((p for p in (folder / f'{name}.gz', folder / name) if p.is_file()), None)
 
-def _fashion_missing(folder: Path, missing: list[str]) -> DatasetNotFoundError:
-    "The error for missing files: where they were looked for, and the two ways to get them."
-    return DatasetNotFoundError(
-        f"Fashion-MNIST was not found in {folder}: {', '.join(missing)} missing. Nothing is "
-        "downloaded. On Debian or Ubuntu, install it with `sudo apt-get install "
-        f"dataset-fashion-mnist` (into {FASHION_MNIST_ROOT}); elsewhere, download the four .gz "
-        f"files from {_FASHION_URL} into a folder and pass it as root (data_root for the trainer, "
-        "--data-root for contrastive-nb train).")
-
 def load_fashion_mnist(
     root: str | Path | None = None, # folder holding the four IDX files; None: Debian's folder
     train: bool = True, # the 60 000 training images, or the 10 000 test images
@@ -703,7 +674,13 @@ def load_fashion_mnist(
                                    "IDX files of Fashion-MNIST")
     paths = [_fashion_file(folder, n) for n in names]
     missing = [f'{n}.gz' for n, p in zip(names, paths) if p is None]
-    if missing: raise _fashion_missing(folder, missing)
+    if missing:  # where they were looked for, and the two ways to get them
+        raise DatasetNotFoundError(
+            f"Fashion-MNIST was not found in {folder}: {', '.join(missing)} missing. Nothing is "
+            "downloaded. On Debian or Ubuntu, install it with `sudo apt-get install "
+            f"dataset-fashion-mnist` (into {FASHION_MNIST_ROOT}); elsewhere, download the four .gz "
+            f"files from {_FASHION_URL} into a folder and pass it as root (data_root for the "
+            "trainer, --data-root for contrastive-nb train).")
     images, labels = read_idx(paths[0], 3), read_idx(paths[1], 1)
     if images.shape[1:] != (28, 28):  # MNIST's size too: another size is another dataset
         raise DatasetFormatError(f"{paths[0]} holds images of {images.shape[1]} × "
@@ -733,9 +710,7 @@ def write_fashion_mnist_fixture(
 ) -> Path: # the folder
     "Write a tiny Fashion-MNIST in its released format: four gzipped IDX files of 28×28 images."
     n = check_int(n, 'n', low=1, high=60_000)  # a fixture, not 47 GB of noise
-    rng = np.random.default_rng(check_seed(seed))
-    folder = _fixture_root(root)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder, rng = _fixture(root, seed)
     for images_name, labels_name in _FASHION_FILES.values():
         _write_idx(folder / f'{images_name}.gz', rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
         _write_idx(folder / f'{labels_name}.gz', rng.integers(0, 10, n, dtype=np.uint8))

@@ -99,6 +99,14 @@ def _features(x, name: str) -> Tensor:
     "A (N, D) non-empty, finite floating-point feature matrix, or a clear error."
     return check_tensor(x, name, ndim=2, dtype='float', nonempty=True, finite=True)
 
+def _feature_pair(a, a_name: str, b, b_name: str) -> tuple[Tensor, Tensor]:
+    "Two `_features` matrices with the same number of features, or a clear error."
+    a, b = _features(a, a_name), _features(b, b_name)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"{a_name} and {b_name} must have the same number of features, "
+                         f"got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    return a, b
+
 def _labels(y, n: int, name: str) -> Tensor:
     "A (n,) int64 tensor of non-negative class indices, or a clear error."
     check_tensor(y, name, ndim=1, dtype='int')
@@ -109,12 +117,15 @@ def _labels(y, n: int, name: str) -> Tensor:
         raise ValueError(f"{name} must be non-negative class indices, got {int(y.min())}")
     return y.long()
 
-def _normalized_rows(x: Tensor, name: str) -> Tensor:
-    "Rows scaled to length 1 by `l2_normalize`, in float32 or wider; a zero row's error names `x`."
-    x = x.to(torch.promote_types(x.dtype, torch.float32))
-    try: return l2_normalize(x)
-    except ValueError as e: raise ValueError(f"{name}: {e}") from None
-
+def _normalized_rows(a: Tensor, a_name: str, b: Tensor, b_name: str) -> tuple[Tensor, Tensor]:
+    "Rows scaled to length 1 by `l2_normalize`, b on a's device, in one dtype, float32 or wider."
+    units = []
+    for x, name in ((a, a_name), (b.to(a.device), b_name)):
+        x = x.to(torch.promote_types(x.dtype, torch.float32))
+        try: units.append(l2_normalize(x))
+        except ValueError as e: raise ValueError(f"{name}: {e}") from None  # names the argument
+    dtype = torch.promote_types(units[0].dtype, units[1].dtype)
+    return units[0].to(dtype), units[1].to(dtype)
 
 # %% ../nbs/evaluate.ipynb #efa9b071
 def knn_predict(
@@ -128,14 +139,10 @@ def knn_predict(
     chunk_size: int = 1024, # queries compared at once (bounds memory, not the result)
 ) -> Tensor: # (Q,) predicted classes
     "Wu et al.'s weighted kNN: the k most cosine-similar points vote with weight exp(sim / τ)."
-    train_features = _features(train_features, 'train_features')
-    query_features = _features(query_features, 'query_features')
+    query_features, train_features = _feature_pair(query_features, 'query_features',
+                                                   train_features, 'train_features')
     n = len(train_features)
     train_labels = _labels(train_labels, n, 'train_labels').to(train_features.device)
-    if query_features.shape[1] != train_features.shape[1]:
-        shapes = f"{tuple(query_features.shape)} and {tuple(train_features.shape)}"
-        raise ValueError("query_features and train_features must have the same number of features, "
-                         f"got shapes {shapes}")
     k = check_positive_int(k, 'k')
     chunk_size = check_positive_int(chunk_size, 'chunk_size')
     temperature = float(check_temperature(temperature))
@@ -154,10 +161,8 @@ def knn_predict(
     # Votes go to the classes that occur: a stray label 10**9 costs no memory. Sorted, so a tie
     # still goes to the smaller class.
     classes, train_labels = torch.unique(train_labels, return_inverse=True)
-    keys = _normalized_rows(train_features, 'train_features')
-    queries = _normalized_rows(query_features.to(keys.device), 'query_features')
-    dtype = torch.promote_types(keys.dtype, queries.dtype)
-    keys, queries = keys.to(dtype), queries.to(dtype)
+    keys, queries = _normalized_rows(train_features, 'train_features',
+                                     query_features, 'query_features')
     predictions = []
     for start in range(0, len(queries), chunk_size):
         sim = queries[start:start + chunk_size] @ keys.mT
@@ -167,7 +172,7 @@ def knn_predict(
         top, index = sim.topk(k, dim=1)
         # Divided by the largest weight: no overflow, same argmax.
         weights = torch.exp((top - top[:, :1]) / temperature)
-        votes = torch.zeros(len(sim), len(classes), dtype=dtype, device=sim.device)
+        votes = torch.zeros(len(sim), len(classes), dtype=keys.dtype, device=sim.device)
         predictions.append(classes[votes.scatter_add_(1, train_labels[index], weights).argmax(1)])
     return torch.cat(predictions)
 
@@ -228,12 +233,8 @@ def linear_probe(
     seed: int = 0, # sets the order of the mini-batches; same seed, same result
 ) -> float: # fraction of test points classified correctly
     "Test accuracy of a logistic regression on standardised frozen features (train statistics)."
-    train_features = _features(train_features, 'train_features')
-    test_features = _features(test_features, 'test_features')
-    if test_features.shape[1] != train_features.shape[1]:
-        shapes = f"{tuple(train_features.shape)} and {tuple(test_features.shape)}"
-        raise ValueError("train_features and test_features must have the same number of features, "
-                         f"got shapes {shapes}")
+    train_features, test_features = _feature_pair(train_features, 'train_features',
+                                                  test_features, 'test_features')
     device = train_features.device
     y = _labels(train_labels, len(train_features), 'train_labels').to(device)
     y_test = _labels(test_labels, len(test_features), 'test_labels').to(device)
@@ -342,8 +343,7 @@ def ranking_metrics(
 
 # %% ../nbs/evaluate.ipynb #4ea6223a
 def _check_relevance(values, scores: Tensor, name: str) -> Tensor:
-    "A (Q, N) tensor of the shape of `scores`, with something relevant in every row; else an error."
-    check_tensor(values, name, ndim=2)
+    "`values` (a (Q, N) tensor) if it has the shape of `scores` and a relevant item in every row."
     if values.shape != scores.shape:
         raise ValueError(f"{name} must have the shape of scores, {tuple(scores.shape)}, "
                          f"got {tuple(values.shape)}")
@@ -407,10 +407,7 @@ def retrieval_metrics(
     ks: Sequence[int] = (1, 5), # cut-offs for recall@k
 ) -> dict[str, float]: # 'recall@k' for each k, 'MRR', 'mean_rank', as `ranking_metrics`
     "Rank of each query's positive key among all keys by cosine, summarised: recall@k, MRR."
-    queries, keys = _features(queries, 'queries'), _features(keys, 'keys')
-    if queries.shape[1] != keys.shape[1]:
-        raise ValueError(f"queries and keys must have the same number of features, "
-                         f"got shapes {tuple(queries.shape)} and {tuple(keys.shape)}")
+    queries, keys = _feature_pair(queries, 'queries', keys, 'keys')
     if positive is None:
         if len(keys) < len(queries):
             raise ValueError("by default key i is the positive of query i, but there are "
@@ -422,10 +419,7 @@ def retrieval_metrics(
                          f"got {tuple(positive.shape)}")
     chunk_size = check_positive_int(chunk_size, 'chunk_size')
     ks = _cutoffs(ks)  # checked before any work
-    queries = _normalized_rows(queries, 'queries')
-    keys = _normalized_rows(keys.to(queries.device), 'keys')
-    dtype = torch.promote_types(queries.dtype, keys.dtype)
-    queries, keys = queries.to(dtype), keys.to(dtype)
+    queries, keys = _normalized_rows(queries, 'queries', keys, 'keys')
     chunks = zip(queries.split(chunk_size), positive.split(chunk_size))
     # Cosines are dot products of unit vectors.
     ranks = torch.cat([rank_of_positive(q @ keys.mT, p) for q, p in chunks])

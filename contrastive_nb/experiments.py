@@ -37,7 +37,6 @@ from tqdm import tqdm
 from ._checks import (
     check_bool, check_number, check_path, check_positive_int, zip_damage)
 
-
 # %% auto #0
 __all__ = ['CLAIMS_MIME', 'SHARED_RUNS_VARIABLE', 'PairedDifference', 'paired_difference', 'Claim', 'claims_markdown',
            'ClaimsOutput', 'show_claims', 'read_claims', 'read_course_claims', 'map_runs', 'run_fingerprint',
@@ -167,12 +166,10 @@ def _claims_in(nb: dict, where: str) -> list[Claim]:
     code = [cell for cell in nb.get('cells', ()) if cell.get('cell_type') == 'code']
     marked = [output['data'][CLAIMS_MIME] for cell in code
               for output in cell.get('outputs', ()) if CLAIMS_MIME in output.get('data', {})]
-    cells = [cell for cell in nb.get('cells', ()) if cell.get('cell_type') == 'code'
-             and 'show_claims(' in ''.join(cell.get('source', ''))]
     if len(marked) > 1:
         raise ValueError(f"{where} has {len(marked)} claims outputs; a lesson has one")
     if not marked:
-        if cells:
+        if any('show_claims(' in ''.join(cell.get('source', '')) for cell in code):
             raise ValueError(f"{where} has a show_claims cell without its output: run it")
         return []
     try: return [Claim(**row) for row in marked[0]['claims']]
@@ -252,7 +249,6 @@ def _lost(process) -> str:
         return f"its worker process was killed by {name}{oom}"
     return f"its worker process exited with code {code} before returning a result"
 
-
 # %% ../nbs/experiments.ipynb #d3d8f10f
 def _run_forked(fn: Callable, jobs: list[tuple], processes: int, bar) -> list:
     "Each job in a process of its own forked from this one, `processes` at a time."
@@ -320,7 +316,6 @@ def map_runs(
                                    f"{str(e)[:300]}{left}") from e
             bar.update()
         return results
-
 
 # %% ../nbs/experiments.ipynb #c2cf43ac
 SHARED_RUNS_VARIABLE = 'CONTRASTIVE_NB_SHARED_RUNS'  # the folder where shared_run keeps results
@@ -400,7 +395,6 @@ def _class_code(cls: type, h, seen: set) -> None:
             if inspect.isfunction(member):
                 h.update(name.encode())
                 _function_code(member, h, seen)
-
 
 # %% ../nbs/experiments.ipynb #5e1f0a77
 _SCALARS = (bool, int, float, str, bytes, np.generic, torch.dtype, torch.device)
@@ -483,7 +477,6 @@ def run_fingerprint(fn: Callable, *args, **kwargs) -> str:
     for part in (fn, args, dict(sorted(kwargs.items()))): _fingerprint(part, h, seen)
     return h.hexdigest()
 
-
 # %% ../nbs/experiments.ipynb #c1586f75
 _KEEPS = "tensors, numbers, strings, None, and lists, tuples and dicts of them"
 
@@ -546,4 +539,3 @@ def shared_run(
     result = fn(*args, **kwargs)
     _keep(result, path, fn.__name__)
     return result
-

@@ -21,13 +21,6 @@ __all__ = ['NORMS', 'conv_stage', 'SmallCNN', 'ProjectionHead', 'resnet18_small'
 # %% ../nbs/models.ipynb #436becdc
 NORMS = ('batch', 'group', 'none')
 
-def _norm_layer(norm: str, channels: int) -> nn.Module:
-    "The normalisation after a convolution: BatchNorm, GroupNorm with up to 8 groups, or nothing."
-    if norm == 'batch': return nn.BatchNorm2d(channels)
-    # GroupNorm needs the channels to split evenly: 8 groups, or the largest divisor of 8 that fits.
-    if norm == 'group': return nn.GroupNorm(math.gcd(channels, 8), channels)
-    return nn.Identity()
-
 def conv_stage(
     c_in: int, # input channels
     c_out: int, # output channels
@@ -38,14 +31,17 @@ def conv_stage(
     c_out = check_positive_int(c_out, 'c_out')
     norm = check_choice(norm, 'norm', NORMS)
     conv = nn.Conv2d(c_in, c_out, 3, padding=1, bias=norm == 'none')
-    return nn.Sequential(conv, _norm_layer(norm, c_out), nn.ReLU(inplace=True))
+    # GroupNorm needs the channels to split evenly: 8 groups, or the largest divisor of 8 that fits.
+    layer = (nn.BatchNorm2d(c_out) if norm == 'batch' else nn.Identity() if norm == 'none'
+             else nn.GroupNorm(math.gcd(c_out, 8), c_out))
+    return nn.Sequential(conv, layer, nn.ReLU(inplace=True))
 
 # %% ../nbs/models.ipynb #867f68c6
 def _check_images(
     x, # the input of an encoder's forward pass
     in_channels: int, # the channels it was built for
     weight: Tensor, # its first weight: floating images are cast to its dtype
-    final_cells: int | None = None, # cells per image at its last BatchNorm
+    shrink: int | None = None, # downsampling at its last BatchNorm, if that trains
     check_values: bool = True, # False: shapes and dtypes only, no pass over the values
 ) -> Tensor:
     "Floating (N, in_channels, H, W) images, N, H, W >= 1, finite if checked, in weight's dtype."
@@ -58,10 +54,9 @@ def _check_images(
         raise ValueError(f"x must be images of shape (N, {in_channels}, H, W) with N, H, W >= 1, "
                          f"got {tuple(x.shape)}")
     check_tensor(x, 'x', finite=check_values)
-    if final_cells is not None and len(x) * final_cells < 2:
-        size = f"{x.shape[2]}×{x.shape[3]}"
-        raise ValueError(f"x holds one image of {size} px, 1×1 at the last stage: "
-                         "BatchNorm in training mode needs more than one value per channel; "
+    if shrink is not None and len(x) == 1 and max(x.shape[2:]) <= shrink:  # one cell at the end
+        raise ValueError(f"x holds one image of {x.shape[2]}×{x.shape[3]} px, 1×1 at the last "
+                         "stage: BatchNorm in training mode needs more than one value per channel; "
                          "use a batch of at least 2 or eval mode")
     return _cast(x, 'x', weight.dtype, check_values)
 
@@ -106,11 +101,10 @@ class SmallCNN(nn.Module):
         self.check_values = True  # False (see `values_unchecked`): no pass over the input's values
 
     def forward(self, x: Tensor) -> Tensor: # (N, feature_dim)
-        cells = None
-        if self.training and self.norm == 'batch' and isinstance(x, Tensor) and x.ndim == 4:
-            shrink = 2 ** (self.blocks - 1)  # the max-pools round up
-            cells = math.ceil(x.shape[2] / shrink) * math.ceil(x.shape[3] / shrink)
-        x = _check_images(x, self.in_channels, self.features[0][0].weight, cells, self.check_values)
+        # The max-pools round up: an image of at most `shrink` pixels a side ends as one cell.
+        shrink = 2 ** (self.blocks - 1) if self.training and self.norm == 'batch' else None
+        weight = self.features[0][0].weight
+        x = _check_images(x, self.in_channels, weight, shrink, self.check_values)
         return self.features(x).mean((2, 3))
 
 # %% ../nbs/models.ipynb #be15bf53
@@ -135,8 +129,7 @@ class ProjectionHead(nn.Module):
         layer = (nn.BatchNorm1d(hidden_dim) if norm == 'batch' else nn.Identity() if norm == 'none'
                  else nn.GroupNorm(groups, hidden_dim))
         self.net = nn.Sequential(nn.Linear(in_dim, hidden_dim, bias=norm == 'none'), layer,
-                                 nn.ReLU(inplace=True),
-                                 nn.Linear(hidden_dim, out_dim))
+                                 nn.ReLU(inplace=True), nn.Linear(hidden_dim, out_dim))
         self.in_dim, self.out_dim, self.norm = in_dim, out_dim, norm
         self.check_values = True  # False (see `values_unchecked`): no pass over the input's values
 
@@ -152,11 +145,8 @@ class ProjectionHead(nn.Module):
 # %% ../nbs/models.ipynb #f997fc64
 def _check_resnet_input(model: nn.Module, args: tuple) -> tuple:
     "Forward pre-hook of `resnet18_small`: the checks of `SmallCNN`, with three stride-2 stages."
-    x = args[0]
-    cells = None
-    if model.training and model.norm == 'batch' and isinstance(x, Tensor) and x.ndim == 4:
-        cells = math.ceil(x.shape[2] / 8) * math.ceil(x.shape[3] / 8)
-    checked = _check_images(x, model.conv1.in_channels, model.conv1.weight, cells,
+    shrink = 8 if model.training and model.norm == 'batch' else None
+    checked = _check_images(args[0], model.conv1.in_channels, model.conv1.weight, shrink,
                             model.check_values)
     return (checked, *args[1:])
 

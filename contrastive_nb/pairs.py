@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from ._checks import (check_ids, check_number, check_positive_int,
+from ._checks import (check_ids, check_int, check_number, check_positive_int,
                                     check_probability, check_rng, check_tensor, check_frame)
 
 # %% auto #0
@@ -64,8 +64,7 @@ class MultiViewDataset(Dataset):
     def __len__(self): return len(self.dataset)
 
     def __getitem__(self, i: int):
-        if isinstance(i, bool): raise TypeError("i must be an int index, got bool")
-        i = range(len(self))[i]  # a negative index still reports the true source id
+        i = range(len(self))[check_int(i, 'i')]  # a negative index still reports the true source id
         item = self.dataset[i]
         x, label = item if isinstance(item, tuple) and len(item) == 2 else (item, -1)
         views = [self.transform(x) for _ in range(self.n_views)]
@@ -210,10 +209,8 @@ def temporal_pair_masks(
     elif not torch.isfinite(times).all(): raise ValueError("times contains NaN or inf")
     else: times = times.double()  # differences of half-precision times would round
     window = check_number(window, 'window', low=0.0)
-    if sequence_ids is None:
-        sequence = torch.zeros(len(times), dtype=torch.long, device=times.device)
-    else:
-        sequence = check_ids(sequence_ids, 'sequence_ids').to(times.device)
+    sequence = (torch.zeros_like(times, dtype=torch.long) if sequence_ids is None
+                else check_ids(sequence_ids, 'sequence_ids').to(times.device))
     if len(sequence) != len(times):
         raise ValueError(f"sequence_ids has {len(sequence)} entries for {len(times)} times")
     itself = torch.eye(len(times), dtype=torch.bool, device=times.device)

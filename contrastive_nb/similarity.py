@@ -27,45 +27,12 @@ def _floating(x, name: str) -> Tensor:
         raise ValueError(f"{name} has shape {tuple(x.shape)}: its vectors have no features")
     return x
 
-
 def _indices(mask: Tensor) -> str:
     "Where a mask is True, for a message: ' at row 3', ' at 4 rows, the first [1, 5, 8]'."
     found = [tuple(i) if len(i) > 1 else i[0] for i in mask.nonzero().tolist()]
     one, many = ('row', 'rows') if mask.ndim == 1 else ('index', 'indices')
-    return (
-        f" at {one} {found[0]}"
-        if len(found) == 1
-        else f" at {len(found)} {many}, the first {found[:5]}"
-    )
-
-
-def _unit(x: Tensor, name: str, check_values: bool = True) -> Tensor:
-    "Unit vectors along the last dimension of `x`; zero, NaN and infinite vectors raise, named."
-    # The largest absolute entry: dividing by it first keeps the squares below from overflowing
-    # or underflowing.
-    # The result does not depend on this scale, so no gradient needs to flow through it.
-    scale = _floating(x, name).detach().abs().amax(-1, keepdim=True)
-    broken, zero = (
-        ~torch.isfinite(scale),
-        scale == 0,
-    )  # amax propagates NaN: one reduction finds every bad vector
-    if check_values and (broken | zero).any():  # the one host read of this function
-        bad = broken if broken.any() else zero
-        where = '' if x.ndim == 1 else _indices(bad.squeeze(-1))
-        if bad is broken:
-            raise ValueError(
-                f"{name} has a vector containing NaN or inf{where} (shape {tuple(x.shape)}): "
-                "its direction is undefined. Look upstream: a diverged encoder, a division by "
-                "zero, an overflow in float16."
-            )
-        raise ValueError(
-            f"{name} has a zero vector{where} (shape {tuple(x.shape)}): a zero vector has no "
-            "direction, so its cosine with anything is undefined. Drop it, or find what produced "
-            "it (padding, dead ReLUs)."
-        )
-    x = x / scale
-    return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-
+    if len(found) == 1: return f" at {one} {found[0]}"
+    return f" at {len(found)} {many}, the first {found[:5]}"
 
 def l2_normalize(
     x: Tensor,  # (..., D) floating-point vectors along the last dimension
@@ -74,7 +41,24 @@ def l2_normalize(
 ) -> Tensor:  # same shape and dtype; every vector has length 1
     "Scale every vector along the last dimension of `x` to length 1; zero, NaN or inf raise."
     check_bool(check_values, 'check_values')
-    return _unit(x, name, check_values)
+    # The largest absolute entry: dividing by it first keeps the squares below from overflowing
+    # or underflowing.
+    # The result does not depend on this scale, so no gradient needs to flow through it.
+    scale = _floating(x, name).detach().abs().amax(-1, keepdim=True)
+    # amax propagates NaN: one reduction finds every bad vector
+    broken, zero = ~torch.isfinite(scale), scale == 0
+    if check_values and (broken | zero).any():  # the one host read of this function
+        bad = broken if broken.any() else zero
+        where = '' if x.ndim == 1 else _indices(bad.squeeze(-1))
+        if bad is broken:
+            raise ValueError(f"{name} has a vector containing NaN or inf{where} (shape "
+                             f"{tuple(x.shape)}): its direction is undefined. Look upstream: a "
+                             "diverged encoder, a division by zero, an overflow in float16.")
+        raise ValueError(f"{name} has a zero vector{where} (shape {tuple(x.shape)}): a zero vector "
+                         "has no direction, so its cosine with anything is undefined. Drop it, or "
+                         "find what produced it (padding, dead ReLUs).")
+    x = x / scale
+    return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
 # %% ../nbs/02_similarity.ipynb #cd9d34f4
 def _same_features(a: Tensor, b: Tensor) -> None:
@@ -82,19 +66,13 @@ def _same_features(a: Tensor, b: Tensor) -> None:
     _floating(a, 'a')
     _floating(b, 'b')
     if a.shape[-1] != b.shape[-1]:
-        raise ValueError(
-            f"a and b must have the same number of features (last dimension), "
-            f"got shapes {tuple(a.shape)} and {tuple(b.shape)}"
-        )
-    try:
-        torch.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+        raise ValueError(f"a and b must have the same number of features (last dimension), "
+                         f"got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    try: torch.broadcast_shapes(a.shape[:-1], b.shape[:-1])
     except RuntimeError:
-        raise ValueError(
-            f"the leading dimensions of a {tuple(a.shape)} and b {tuple(b.shape)} "
-            "do not broadcast; "
-            "for every pair between two batches use similarity_matrix(a, b)"
-        ) from None
-
+        raise ValueError(f"the leading dimensions of a {tuple(a.shape)} and b {tuple(b.shape)} "
+                         "do not broadcast; for every pair between two batches use "
+                         "similarity_matrix(a, b)") from None
 
 def cosine_similarity(
     a: Tensor,  # (..., D) vectors along the last dimension
@@ -102,39 +80,29 @@ def cosine_similarity(
 ) -> Tensor:  # (...) cosines in [-1, 1], in the promoted dtype of a and b
     "Cosine of the angle between vectors of `a` and `b` along the last dimension (row-wise)."
     _same_features(a, b)
-    return (_unit(a, 'a') * _unit(b, 'b')).sum(-1).clamp(-1, 1)
+    return (l2_normalize(a, 'a') * l2_normalize(b, 'b')).sum(-1).clamp(-1, 1)
 
 # %% ../nbs/02_similarity.ipynb #559af764
 def _batch(x, name: str) -> Tensor:
     "A (N, D) batch of embeddings, or a ValueError that says what was passed instead."
     if _floating(x, name).ndim != 2:
-        hint = (
-            f" A single vector needs a batch axis: {name}[None]."
-            if x.ndim == 1
-            else f" Flatten the trailing dimensions first: {name}.flatten(1)."
-            if x.ndim > 2
-            else ''
-        )
-        raise ValueError(
-            f"{name} must be a (N, D) batch of embeddings, got shape {tuple(x.shape)}.{hint}"
-        )
+        hint = (f" A single vector needs a batch axis: {name}[None]." if x.ndim == 1 else
+                f" Flatten the trailing dimensions first: {name}.flatten(1)." if x.ndim > 2 else '')
+        raise ValueError(f"{name} must be a (N, D) batch of embeddings, got shape "
+                         f"{tuple(x.shape)}.{hint}")
     return x
-
 
 def similarity_matrix(
     a: Tensor,  # (N, D) embeddings, one per row
     b: Tensor | None = None,  # (M, D) embeddings; default: `a` itself
 ) -> Tensor:  # (N, M) cosines in [-1, 1]; entry (i, j) compares a[i] with b[j]
     "Cosine similarity of every row of `a` with every row of `b`: normalise, one matrix product."
-    ua = _unit(_batch(a, 'a'), 'a')
-    if b is None:
-        return (ua @ ua.mT).clamp(-1, 1)
-    ub = _unit(_batch(b, 'b'), 'b')
+    ua = l2_normalize(_batch(a, 'a'), 'a')
+    if b is None: return (ua @ ua.mT).clamp(-1, 1)
+    ub = l2_normalize(_batch(b, 'b'), 'b')
     if ua.shape[1] != ub.shape[1]:
-        raise ValueError(
-            f"a and b must have the same number of features, "
-            f"got shapes {tuple(a.shape)} and {tuple(b.shape)}"
-        )
+        raise ValueError(f"a and b must have the same number of features, "
+                         f"got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     dtype = torch.promote_types(ua.dtype, ub.dtype)  # matmul, unlike *, does not promote by itself
     return (ua.to(dtype) @ ub.to(dtype).mT).clamp(-1, 1)
 
@@ -144,38 +112,27 @@ def _pairs(x: Tensor, y: Tensor) -> None:
     _batch(x, 'x')
     _batch(y, 'y')
     if x.shape != y.shape:
-        raise ValueError(
-            "x and y must have the same shape, row i of one paired with row i of the other; "
-            f"got {tuple(x.shape)} and {tuple(y.shape)}"
-        )
+        raise ValueError("x and y must have the same shape, row i of one paired with row i of the "
+                         f"other; got {tuple(x.shape)} and {tuple(y.shape)}")
     if len(x) == 0:
         raise ValueError("alignment needs at least one pair, got empty batches")
 
 def _finite(result: Tensor, name: str, value: float, recompute) -> Tensor:
     "`result`, or a ValueError when it does not fit its dtype (a huge alpha or t)."
-    if torch.isfinite(result):
-        return result
+    if torch.isfinite(result): return result
     # The advice fits the dtype: a wider one is named only if the result fits in it
     # (`recompute(dtype)` is the same call on inputs cast to it).
     wider = [d for d in (torch.float32, torch.float64) if d.itemsize > result.dtype.itemsize]
     with torch.no_grad():
         fits = next((d for d in wider if torch.isfinite(recompute(d))), None)
-    fix = (
-        f", or {fits} inputs"
-        if fits
-        else " (it does not fit in float64 either)"
-        if wider
-        else ""
-    )
-    raise ValueError(
-        f"the result does not fit in {result.dtype} at {name} = {value:g}: "
-        f"use a smaller {name}{fix}"
-    )
+    fix = f", or {fits} inputs" if fits else " (it does not fit in float64 either)" if wider else ""
+    raise ValueError(f"the result does not fit in {result.dtype} at {name} = {value:g}: "
+                     f"use a smaller {name}{fix}")
 
 # %% ../nbs/02_similarity.ipynb #a1955e97
 def _alignment(x: Tensor, y: Tensor, alpha: float) -> Tensor:
     "The mean of ‖x̂ᵢ − ŷᵢ‖₂^α; no checks."
-    dist = torch.linalg.vector_norm(_unit(x, 'x') - _unit(y, 'y'), dim=-1)
+    dist = torch.linalg.vector_norm(l2_normalize(x, 'x') - l2_normalize(y, 'y'), dim=-1)
     # ‖·‖^α has no derivative at 0 when α < 1: aligned pairs get a zero gradient, not NaN.
     aligned = dist == 0
     return torch.where(aligned, 0.0, torch.where(aligned, 1.0, dist).pow(alpha)).mean()
@@ -188,12 +145,8 @@ def alignment(
     "Wang & Isola's alignment: the mean of ‖x̂ᵢ − ŷᵢ‖₂^α over positive pairs, on the unit sphere."
     _pairs(x, y)
     alpha = check_number(alpha, 'alpha', low=0.0, low_open=True)
-    return _finite(
-        _alignment(x, y, alpha),
-        'alpha',
-        alpha,
-        lambda dtype: _alignment(x.to(dtype), y.to(dtype), alpha),
-    )
+    return _finite(_alignment(x, y, alpha), 'alpha', alpha,
+                   lambda dtype: _alignment(x.to(dtype), y.to(dtype), alpha))
 
 # %% ../nbs/02_similarity.ipynb #09442794
 def uniformity(
@@ -209,7 +162,7 @@ def uniformity(
 def _uniformity(x: Tensor, t: float) -> Tensor:
     "log mean exp(−t‖x̂ᵢ − x̂ⱼ‖₂²) over distinct pairs, in x's dtype; no checks."
     n = len(x)
-    u = _unit(x, 'x')
+    u = l2_normalize(x, 'x')
     if u.dtype in (torch.float16, torch.bfloat16):
         u = u.float()  # −t‖·‖² can pass half precision's range; the result is cast back
     # For unit vectors ‖u − v‖² = 2 − 2 cos; the clamp removes rounding below 0.

@@ -456,7 +456,7 @@ def test_render_shapes_needs_a_cpu_generator():
     "A generator on another device raised torch's 'Expected a 'cpu' device type for generator'."
     class OnAnotherDevice(torch.Generator):
         device = torch.device('cuda', 0)  # stands in for torch.Generator('cuda'), which needs a GPU
-    with pytest.raises(ValueError, match='seed must be an int or a CPU torch.Generator.*cuda:0'):
+    with pytest.raises(ValueError, match='seed must be a CPU generator.*cuda:0'):
         render_shapes(make_shapes(2, seed=0).factors, noise=0.1, seed=OnAnotherDevice())
     g = torch.Generator().manual_seed(3)
     assert torch.equal(render_shapes(make_shapes(2, seed=0).factors, noise=0.1, seed=g).images,
@@ -464,7 +464,7 @@ def test_render_shapes_needs_a_cpu_generator():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU for a CUDA generator')
 def test_render_shapes_refuses_a_real_cuda_generator():
-    with pytest.raises(ValueError, match='CPU torch.Generator'):
+    with pytest.raises(ValueError, match='seed must be a CPU generator'):
         render_shapes(make_shapes(2, seed=0).factors, seed=torch.Generator('cuda'))
 
 @pytest.mark.parametrize('value', [7.0, -0.5, 255.0, float('nan'), float('inf')])
