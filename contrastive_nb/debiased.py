@@ -83,9 +83,6 @@ def debiased_nt_xent(
     return reduce_loss(F.softplus(log_ng - pos), reduction)  # log(1 + N g / e^{s⁺/τ})
 
 # %% ../nbs/08_debiased.ipynb #11cdd1e8
-def _check_beta(beta) -> float:
-    return check_number(beta, 'beta', low=0.0)
-
 def hcl_loss(
     z1: Tensor, # (N, D) embeddings of the first view of N >= 2 sources
     z2: Tensor, # (N, D) embeddings of the second view; row i is the partner of z1[i]
@@ -95,7 +92,7 @@ def hcl_loss(
     reduction: str = 'mean', # 'mean' over 2N anchors, 'sum', or 'none'
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "Robinson et al.'s HCL: importance-weighted negatives inside the debiased estimate."
-    tau_plus, beta = _check_tau_plus(tau_plus), _check_beta(beta)
+    tau_plus = _check_tau_plus(tau_plus)  # β is checked by importance_weighted_negatives
     t, _ = check_loss_options(temperature, reduction, None)
     pos, log_negatives = importance_weighted_negatives(z1, z2, t, beta)  # (2N,), (2N,)
     log_ng, _ = _debiased_log_ng(pos, log_negatives, 2 * len(z1) - 2, t, tau_plus)
@@ -111,7 +108,7 @@ def clamped_anchors(
     beta: float = 0.0, # 0 for `debiased_nt_xent`; β > 0 for `hcl_loss` with that β
 ) -> Tensor: # (2N,) bool: True where the estimate is at its floor (no gradient to the negatives)
     "Which anchors of `debiased_nt_xent` (or `hcl_loss`) are clamped at N·e^(−1/τ)."
-    tau_plus, beta = _check_tau_plus(tau_plus), _check_beta(beta)
+    tau_plus = _check_tau_plus(tau_plus)  # β is checked by importance_weighted_negatives
     t, _ = check_loss_options(temperature, 'mean', None)
     pos, log_negatives = importance_weighted_negatives(z1, z2, t, beta)
     return _debiased_log_ng(pos, log_negatives, 2 * len(z1) - 2, t, tau_plus)[1]
@@ -245,7 +242,7 @@ class HCLOptions(DebiasedOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        self._store(beta=_check_beta(self.beta))
+        self._store(beta=check_number(self.beta, 'beta', low=0.0))
 
 @dataclasses.dataclass(frozen=True)
 class SupConOptions(MethodOptions):

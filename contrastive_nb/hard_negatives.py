@@ -13,13 +13,13 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._checks import (check_bool, check_choice, check_generator, check_indices,
-                                    check_int, check_number, check_positive_int, check_probability,
-                                    check_temperature, check_tensor, check_module)
+from ._checks import (check_bool, check_generator, check_indices, check_int,
+                                    check_number, check_positive_int, check_probability,
+                                    check_temperature, check_tensor)
 from .infonce import (check_two_views, info_nce_inputs, nt_xent_inputs, reduce_loss,
                                     floor_at_zero, info_nce)
 from .methods import Batch, MethodOptions, MethodSetup, TwoViewMethod, register_method
-from .moco import MoCo, MoCoOptions, MoCoQueue, check_views, output_dim
+from .moco import MoCo, MoCoOptions, MoCoQueue, output_dim
 from .pairs import instance_ids, pair_masks
 from .similarity import l2_normalize
 
@@ -130,16 +130,20 @@ def _hard_negative_logit_loss(
     positive: Tensor, # (N,) each query's positive logit, s₊ / τ
     negatives: Tensor, # (N, K) each query's negatives' logits
     hard_weight: float, # w in [0, 1], as in `hard_negative_loss`
-    num_hard: int | None, # hardest negatives per query; None: max(1, K // 4)
+    num_hard: int | None, # hardest negatives per query in [1, K]; None: max(1, K // 4)
 ) -> Tensor: # (N,) the loss of each query
     "`hard_negative_loss` from logits: for losses whose negatives are cheaper as a logit matrix."
     def term(neg: Tensor) -> Tensor:  # InfoNCE, −log p₊, from the logits
         return floor_at_zero(torch.cat([positive[:, None], neg], 1).logsumexp(1) - positive)
-    num_hard = max(1, negatives.shape[1] // 4) if num_hard is None else num_hard
-    loss = (1 - hard_weight) * term(negatives) if hard_weight < 1 else 0
-    if hard_weight == 0: return loss
+    w, k = check_probability(hard_weight, 'hard_weight'), negatives.shape[1]
+    num_hard = max(1, k // 4) if num_hard is None else check_int(num_hard, 'num_hard', low=1)
+    if num_hard > k:
+        raise ValueError(f"num_hard = {num_hard} but each query has only {k} negatives: "
+                         f"num_hard must lie in [1, {k}]")
+    loss = (1 - w) * term(negatives) if w < 1 else 0
+    if w == 0: return loss
     hardest = negatives.detach().topk(num_hard, dim=1).indices  # a choice, as in hard_negative_loss
-    return loss + hard_weight * term(negatives.gather(1, hardest))
+    return loss + w * term(negatives.gather(1, hardest))
 
 # %% ../nbs/07_hard_negatives.ipynb #b4d30bf7
 def hard_negative_loss(
@@ -154,15 +158,9 @@ def hard_negative_loss(
     "(1 − w) · InfoNCE over all K negatives + w · InfoNCE over each query's `num_hard` hardest."
     check_tensor(negatives, 'negatives', ndim=(2, 3))
     q, p, n, t, _ = info_nce_inputs(query, positive, negatives, temperature, reduction, None)
-    w = check_probability(hard_weight, 'hard_weight')
-    k = n.shape[-2]
-    num_hard = max(1, k // 4) if num_hard is None else check_int(num_hard, 'num_hard', low=1)
-    if num_hard > k:
-        raise ValueError(f"num_hard = {num_hard} but negatives hold only K = {k} per query: "
-                         f"num_hard must lie in [1, {k}]")
     # Both terms from one (N, K) matrix of cosines: per-query negatives are normalised once.
     cosines = q @ n.T if n.ndim == 2 else torch.einsum('nd,nkd->nk', q, n)
-    loss = _hard_negative_logit_loss((q * p).sum(1) / t, cosines / t, w, num_hard)
+    loss = _hard_negative_logit_loss((q * p).sum(1) / t, cosines / t, hard_weight, num_hard)
     return reduce_loss(loss, reduction)
 
 def in_batch_negatives(
@@ -201,14 +199,9 @@ def in_batch_hard_negative_loss(
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "`hard_negative_loss(*in_batch_negatives(z1, z2), ...)` from one (2N, 2N) cosine matrix."
     z, t, _ = nt_xent_inputs(z1, z2, temperature, reduction, None)
-    w = check_probability(hard_weight, 'hard_weight')
-    k = len(z) - 2
-    num_hard = max(1, k // 4) if num_hard is None else check_int(num_hard, 'num_hard', low=1)
-    if num_hard > k:
-        raise ValueError(f"num_hard = {num_hard} but each view has only {k} in-batch negatives: "
-                         f"num_hard must lie in [1, {k}]")
     positive, negatives = _in_batch_logits(z, t)
-    return reduce_loss(_hard_negative_logit_loss(positive, negatives, w, num_hard), reduction)
+    return reduce_loss(_hard_negative_logit_loss(positive, negatives, hard_weight, num_hard),
+                       reduction)
 
 # %% ../nbs/07_hard_negatives.ipynb #0dbeb506
 @dataclasses.dataclass(frozen=True)
@@ -265,7 +258,6 @@ def importance_weighted_nt_xent(
     reduction: str = 'mean', # 'mean' over 2N anchors, 'sum', or 'none' (z1's rows, then z2's)
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "NT-Xent with HCL's importance weights e^{βs/τ} (normalised to mean 1) on the negatives."
-    check_choice(reduction, 'reduction', ('mean', 'sum', 'none'))
     positive, log_negatives = importance_weighted_negatives(z1, z2, temperature, beta,
                                                             detach_weights)
     loss = floor_at_zero(torch.logaddexp(positive, log_negatives) - positive)
@@ -402,12 +394,9 @@ class CrossBatchMemory(TwoViewMethod):
     def pair_loss(self, z1: Tensor, z2: Tensor, batch: Batch) -> Tensor:
         "The loss of two views against batch + memory; in training mode, enqueue them afterwards."
         check_two_views(z1, z2)
-        o, n = self.options, len(z1)
+        o = self.options
         z = l2_normalize(torch.cat([z1, z2]))                            # (2B, D) unit rows
         memory = self.memory.negatives().to(z.dtype)                     # read before enqueuing
-        k = 2 * n - 2 + len(memory)
-        if o.num_hard > k:
-            raise ValueError(f"num_hard = {o.num_hard} but a view has only {k} negatives")
         # Logits, not an (2B, K, D) copy of the memory per view: the same loss, far less work.
         positive, in_batch = _in_batch_logits(z, o.temperature)          # the other 2B − 2 views
         logits = torch.cat([in_batch, z @ memory.T / o.temperature], 1)

@@ -91,6 +91,7 @@ def info_nce_inputs(
     if q.shape != p.shape:
         raise ValueError(f"query {tuple(q.shape)} and positive {tuple(p.shape)} must have the same "
                          "shape: row i of positive is the positive of query i")
+    dtype = torch.promote_types(q.dtype, p.dtype)
     n = None
     if negatives is not None:
         check_tensor(negatives, 'negatives', ndim=(2, 3))
@@ -100,8 +101,6 @@ def info_nce_inputs(
                              f"got {tuple(n.shape)}")
         if n.shape[-1] != q.shape[1]:
             raise ValueError(f"negatives have {n.shape[-1]} features but query has {q.shape[1]}")
-    dtype = torch.promote_types(q.dtype, p.dtype)
-    if n is not None:
         dtype = torch.promote_types(dtype, n.dtype)
         n = n.to(dtype)
     t, max_logit = check_loss_options(temperature, reduction, chunk_size)
@@ -279,23 +278,6 @@ def row_logsumexp(
     exp, shift = _exponentials(a, b, 0, skip_diagonal, shift_free)  # no backward: keep nothing
     return exp.sum(1).log_() + shift
 
-# %% ../nbs/03_infonce.ipynb #84d6fbea
-def _check_training(method, images, epochs, batch_size, lr, weight_decay, seed) -> None:
-    "Validate `train_method`'s own arguments before any work (the loop checks the rest)."
-    if not isinstance(method, ContrastiveMethod):
-        raise TypeError(f"method must be a ContrastiveMethod (the methods tools page), got "
-                        f"{type(method).__name__}")
-    check_tensor(images, 'images', ndim=4, nonempty=True)
-    check_positive_int(epochs, 'epochs')
-    check_positive_int(batch_size, 'batch_size')
-    if min(batch_size, len(images)) < 2:
-        raise ValueError(f"images ({len(images)}) and batch_size ({batch_size}) must both be "
-                         "at least 2: a step contrasts a batch of sources, and BatchNorm needs two")
-    check_number(lr, 'lr', low=0.0, low_open=True)
-    check_number(weight_decay, 'weight_decay', low=0.0)
-    check_seed(seed)
-
-
 # %% ../nbs/03_infonce.ipynb #ef6c1274
 def train_method(
     method: ContrastiveMethod, # its networks are trained in place; see the `methods` page
@@ -313,7 +295,18 @@ def train_method(
     draw: Callable[[Tensor, torch.Generator], Batch] | None = None, # (rows, gen.) -> the Batch
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Train any method with Adam on the loop, with a history of the losses and a progress bar."
-    _check_training(method, images, epochs, batch_size, lr, weight_decay, seed)
+    if not isinstance(method, ContrastiveMethod):
+        raise TypeError(f"method must be a ContrastiveMethod (the methods tools page), got "
+                        f"{type(method).__name__}")
+    check_tensor(images, 'images', ndim=4, nonempty=True)
+    check_positive_int(epochs, 'epochs')
+    check_positive_int(batch_size, 'batch_size')
+    if min(batch_size, len(images)) < 2:
+        raise ValueError(f"images ({len(images)}) and batch_size ({batch_size}) must both be "
+                         "at least 2: a step contrasts a batch of sources, and BatchNorm needs two")
+    check_number(lr, 'lr', low=0.0, low_open=True)
+    check_number(weight_decay, 'weight_decay', low=0.0)
+    check_seed(seed)
     for name, f in (('callback', callback), ('draw', draw)):
         if f is not None and not callable(f):
             raise TypeError(f"{name} must be callable or None, got {type(f).__name__}")

@@ -300,8 +300,6 @@ def train_memory_bank(
     if bank.memory.device != images.device:
         raise ValueError(f"the bank is on {bank.memory.device} but the images are on "
                          f"{images.device}; move it with bank.to(images.device)")
-    if not isinstance(policy, AugmentationPolicy):
-        raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
     options = MemoryBankOptions(temperature=temperature, k=k, momentum=bank.momentum,
                                 negatives=negatives)
     method = MemoryBankMethod(encoder, head, options, bank=bank)

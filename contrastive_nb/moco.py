@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -308,14 +307,6 @@ def train_moco(
     if batch_size < 2 * model.bn_splits:
         raise ValueError(f"batch_size must be at least 2 × bn_splits = {2 * model.bn_splits}, "
                          f"got {batch_size}")
-    fixed = {'method', 'images', 'epochs', 'batch_size', 'labels'}
-    allowed = set(inspect.signature(train_method).parameters) - fixed
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise TypeError(f"train_moco got unknown option(s) {unknown}; it passes on "
-                        f"{sorted(allowed)}. "
-                        "Settings of the method (momentum, queue_size, temperature) belong to "
-                        "MoCoOptions")
     check_tensor(images, 'images', ndim=4, nonempty=True)
     if len(images) < batch_size:
         raise ValueError(f"need at least batch_size = {batch_size} images, got {len(images)}")

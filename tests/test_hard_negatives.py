@@ -452,6 +452,6 @@ def test_in_batch_hard_negative_loss_is_the_per_query_loss(hard_weight, num_hard
 
 def test_in_batch_hard_negative_loss_refuses_too_many_hard_negatives():
     z = torch.randn(3, 4)
-    with pytest.raises(ValueError, match=r'num_hard = 5 but each view has only 4 in-batch negatives'):
+    with pytest.raises(ValueError, match=r'num_hard = 5 but each query has only 4 negatives'):
         in_batch_hard_negative_loss(z, z.flip(0), num_hard=5)
     assert torch.isfinite(in_batch_hard_negative_loss(z.half(), z.flip(0).half(), 0.01))
