@@ -26,7 +26,7 @@ from .augment import (AugmentationPolicy, augment_batch, check_image_batch,
 from .data import COLOURS, SHAPE_NAMES
 from .evaluate import first_relevant_rank, ranking_metrics
 from .infonce import (check_loss_options, reduce_loss, floor_at_zero, info_nce,
-                                    train_method)
+                                    train_method, unit_rows)
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
 from .models import ProjectionHead, SmallCNN
 from .pairs import pair_masks, position_phrase
@@ -291,19 +291,19 @@ class TinyCLIP(nn.Module):
         return self.encode_images(images), self.encode_text(captions)
 
 # %% ../nbs/12_clip.ipynb #3f18fd21
-def _paired_rows(image_embeddings, text_embeddings) -> tuple[Tensor, Tensor]:
-    "Unit rows of one dtype, N >= 1 pairs of equal width (half precision computes in float32)."
-    rows = []
-    for name, x in (('image_embeddings', image_embeddings), ('text_embeddings', text_embeddings)):
-        check_tensor(x, name, ndim=2, dtype='float', nonempty=True)
-        wide = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
-        rows.append(l2_normalize(wide, name))
-    i, t = rows
+def _paired_rows(image_embeddings, text_embeddings, caption_ids) -> tuple[Tensor, Tensor, Tensor]:
+    "Unit rows of one dtype, N >= 1 pairs of equal width (half precision computes in float32), ids."
+    i = unit_rows(image_embeddings, 'image_embeddings')
+    t = unit_rows(text_embeddings, 'text_embeddings')
     if i.shape != t.shape:
         raise ValueError(f"image_embeddings {tuple(i.shape)} and text_embeddings {tuple(t.shape)} "
                          "must have the same shape: row i of each is a pair")
+    if caption_ids is not None:
+        caption_ids = check_ids(caption_ids, 'caption_ids').to(i.device)
+        if len(caption_ids) != len(i):
+            raise ValueError(f"caption_ids has {len(caption_ids)} entries for {len(i)} pairs")
     dtype = torch.promote_types(i.dtype, t.dtype)
-    return i.to(dtype), t.to(dtype)
+    return i.to(dtype), t.to(dtype), caption_ids
 
 def clip_loss(
     image_embeddings: Tensor, # (N, D) image embeddings
@@ -313,13 +313,10 @@ def clip_loss(
     reduction: str = 'mean', # 'mean', 'sum' or 'none' (per pair: the mean of its two directions)
 ) -> Tensor: # the loss; float32 for half-precision inputs
     "CLIP's symmetric loss: image→caption and caption→image InfoNCE, averaged."
-    i, t = _paired_rows(image_embeddings, text_embeddings)
-    if caption_ids is None:  # every other caption of the batch is a negative: two InfoNCE calls
+    i, t, ids = _paired_rows(image_embeddings, text_embeddings, caption_ids)
+    if ids is None:  # every other caption of the batch is a negative: two InfoNCE calls
         return (info_nce(i, t, None, temperature, reduction)
                 + info_nce(t, i, None, temperature, reduction)) / 2
-    ids = check_ids(caption_ids, 'caption_ids').to(i.device)
-    if len(ids) != len(i):
-        raise ValueError(f"caption_ids has {len(ids)} entries for {len(i)} pairs")
     tau, _ = check_loss_options(temperature, reduction, None)
     same_meaning, _ = pair_masks(ids)                     # (N, N) off the diagonal: duplicates
     logits = (i @ t.T / tau).masked_fill(same_meaning, -math.inf)  # (N, N) image i, caption j
@@ -355,17 +352,14 @@ def siglip_loss(
     caption_ids: Tensor | None = None, # (N,) what each caption says: equal ids are left out
 ) -> Tensor: # Σ over pairs of −log σ(±(t cos + b)), divided by N; float32 for half inputs
     "SigLIP's pairwise sigmoid loss: label +1 on the pairs, −1 elsewhere, summed, divided by N."
-    i, t = _paired_rows(image_embeddings, text_embeddings)
+    i, t, ids = _paired_rows(image_embeddings, text_embeddings, caption_ids)
     scale = _scalar(log_scale, 'log_scale', i).exp()
     if not torch.isfinite(scale):
         raise ValueError(f"log_scale is too large: exp(log_scale) overflows {i.dtype}")
     logits = i @ t.T * scale + _scalar(bias, 'bias', i)            # (N, N) image i, caption j
     labels = 2 * torch.eye(len(i), dtype=i.dtype, device=i.device) - 1
     loss = -F.logsigmoid(labels * logits)                          # stable for any logit
-    if caption_ids is not None:
-        ids = check_ids(caption_ids, 'caption_ids').to(i.device)
-        if len(ids) != len(i):
-            raise ValueError(f"caption_ids has {len(ids)} entries for {len(i)} pairs")
+    if ids is not None:
         loss = loss.masked_fill(pair_masks(ids)[0], 0.0)          # same meaning: not a negative
     return loss.sum() / len(i)
 
@@ -515,8 +509,13 @@ def train_clip(
     progress: bool = True, # show a progress bar
 ) -> pd.DataFrame: # one row per step: epoch, step, loss, temperature (SigLIP: and bias)
     "Train both towers on (view, caption) pairs: `clip_loss` and τ, or `siglip_loss`, t′ and b."
-    if not isinstance(model, TinyCLIP):
-        raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
+    loss = check_choice(loss, 'loss', ('clip', 'siglip'))
+    if bias is not None and loss != 'siglip':
+        raise ValueError(f"bias sets SigLIP's start: it needs loss='siglip', got loss={loss!r}")
+    # The method checks model and mask_duplicates; train_method checks epochs, lr, weight_decay.
+    if loss == 'clip': method = CLIP(model, CLIPOptions(mask_duplicates))
+    else: method = SigLIP(model, SigLIPOptions(bias=-10.0 if bias is None else bias,
+                                               mask_duplicates=mask_duplicates))
     images = check_image_batch(images)
     check_frame(factors, 'factors', rows=len(images), rows_of='images')
     detail, templates = _check_detail(detail), _check_templates(templates)
@@ -524,20 +523,10 @@ def train_clip(
     if views == 'crop': _require_columns(factors, _CROP_COLUMNS, "views='crop'")  # up front
     for f in detail: factor_labels(factors, f)  # every captioned factor is readable, up front
     for t in templates: model.tokenizer([_fill(t, {})])  # and every template's words are known
-    epochs = check_positive_int(epochs, 'epochs')
     batch_size = check_int(batch_size, 'batch_size', 2)
     if len(images) < batch_size:
         raise ValueError(f"images ({len(images)}) must hold at least one batch ({batch_size})")
-    lr = check_number(lr, 'lr', low=0.0, low_open=True)
-    weight_decay = check_number(weight_decay, 'weight_decay', low=0.0)
-    check_bool(mask_duplicates, 'mask_duplicates')
-    loss = check_choice(loss, 'loss', ('clip', 'siglip'))
-    if bias is not None and loss != 'siglip':
-        raise ValueError(f"bias sets SigLIP's start: it needs loss='siglip', got loss={loss!r}")
     seed = check_seed(seed)
-    if loss == 'clip': method = CLIP(model, CLIPOptions(mask_duplicates))
-    else: method = SigLIP(model, SigLIPOptions(bias=-10.0 if bias is None else bias,
-                                               mask_duplicates=mask_duplicates))
     device = next(model.parameters()).device
     rng = np.random.default_rng(seed)  # the templates' draws (the views use the run's generator)
     def draw(index: Tensor, generator: torch.Generator) -> Batch:
@@ -558,7 +547,6 @@ def train_clip(
     model.eval()
     history = history.assign(temperature=taus)
     return history if loss == 'clip' else history.assign(bias=biases)
-
 
 # %% ../nbs/12_clip.ipynb #417c5c61
 def class_embeddings(

@@ -21,7 +21,7 @@ from ._checks import (check_bool, check_choice, check_int, check_number,
                                     check_positive_int, check_tensor, check_seed, check_temperature)
 from .augment import AugmentationPolicy
 from .infonce import nt_xent_inputs, row_logsumexp, floor_at_zero, nt_xent
-from .loop import Callback, History, ImageBatches, Loop, StopFit
+from .loop import History, ImageBatches, Loop, OnStep, StopFit
 from .models import ProjectionHead, SmallCNN
 from .moco import MoCoQueue
 from .methods import Batch, MethodOptions, TwoViewMethod, register_method
@@ -129,10 +129,6 @@ def global_nt_xent(
     return floor_at_zero(lse - pos).mean()
 
 # %% ../nbs/10_distributed.ipynb #b6a2577c
-def _mlp(seed: int, d_in: int, d_out: int, dtype: torch.dtype) -> nn.Module:
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(d_in, 16), nn.Tanh(), nn.Linear(16, d_out)).to(dtype)
-
 def ddp_gradient_check(
     gather: str = 'exact', # 'exact', 'no_grad' or 'own_slice'
     anchors: str = 'local', # 'local' or 'all', as in `global_nt_xent`
@@ -147,7 +143,8 @@ def ddp_gradient_check(
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     world_size, rank = world()
-    model = _mlp(seed, 6, 4, dtype)
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 4)).to(dtype)
     g = torch.Generator().manual_seed(seed + 1)
     x1 = torch.randn(world_size * batch_size, 6, generator=g, dtype=dtype)  # the global batch
     x2 = x1 + 0.3 * torch.randn(x1.shape, generator=g, dtype=dtype)
@@ -316,13 +313,6 @@ class GlobalSimCLR(TwoViewMethod):
 register_method('simclr_global', GlobalSimCLR)
 
 # %% ../nbs/10_distributed.ipynb #4ad93d8d
-class _StopAt(Callback):
-    "End the fit after `steps` steps, wherever the last one falls in an epoch."
-    order = 100  # after the callbacks that record the step
-    def __init__(self, steps: int): self.steps = steps
-    def after_step(self, loop: Loop) -> None:
-        if loop.step == self.steps: raise StopFit
-
 def train_simclr_ddp(
     images: Tensor, # (M, C, H, W) training images in [0, 1], the same in every process
     policy: AugmentationPolicy, # the augmentation of both views
@@ -337,8 +327,6 @@ def train_simclr_ddp(
 ) -> dict: # 'encoder': the encoder's state_dict; 'losses': the mean loss over processes, per step
     "SimCLR with `global_nt_xent` across processes, GroupNorm everywhere: they couple via the loss."
     check_tensor(images, 'images', ndim=4, dtype='float', nonempty=True, finite=True)
-    if not isinstance(policy, AugmentationPolicy):
-        raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
     steps = check_positive_int(steps, 'steps')
     batch_size = check_positive_int(batch_size, 'batch_size')
     check_number(lr, 'lr', low=0.0, low_open=True)
@@ -353,11 +341,14 @@ def train_simclr_ddp(
     method = GlobalSimCLR(encoder, head, GlobalSimCLROptions(temperature, gather=gather))
     trained = method.parameters_to_train()
     optimiser = torch.optim.Adam(trained, lr=lr, weight_decay=1e-6)
+    # ImageBatches checks policy
     data = ImageBatches(images, policy, world_size * batch_size, rank=rank, world_size=world_size,
                         generator=torch.Generator().manual_seed(seed),  # the same in every process
                         view_generator=torch.Generator().manual_seed(1000 * seed + rank))  # its own
     history = History()  # its loss: the mean over processes, which `Processes` leaves in the loop
-    callbacks = [history, _StopAt(steps)]
+    def stop(step: int) -> None:  # after `steps` steps, wherever the last one falls in an epoch
+        if step + 1 == steps: raise StopFit
+    callbacks = [history, OnStep(stop)]
     if world_size > 1: callbacks.append(Processes(trained, world_size))  # as DDP: mean gradients
     Loop(method, optimiser, data, math.ceil(steps / data.steps_per_epoch), callbacks).fit()
     return {'encoder': encoder.state_dict(), 'losses': history.frame().loss.tolist()}
@@ -373,8 +364,7 @@ def grad_cache_benchmark(
     seed: int = 0, # weights and images
 ) -> dict: # 'seconds' per timed step (a list), 'peak MiB' added by the steps, 'loss'
     "Time and peak memory of a SimCLR training step on the CPU, plain or with gradient caching."
-    batch_size = check_positive_int(batch_size, 'batch_size')
-    if chunk_size is not None: chunk_size = check_positive_int(chunk_size, 'chunk_size')
+    batch_size = check_positive_int(batch_size, 'batch_size')  # grad_cache_step checks chunk_size
     steps = check_positive_int(steps, 'steps')
     image_size = check_positive_int(image_size, 'image_size')
     torch.manual_seed(check_seed(seed))

@@ -611,33 +611,30 @@ def train_text_encoder(
     progress: bool = False, # show a progress bar
 ) -> tuple[TextEncoder, list[float]]: # the encoder (in eval mode) and the loss of every step
     "Train a `TextEncoder` so texts with one label embed close together and others apart."
-    texts = _check_texts(texts)
-    labels = _check_labels(labels, len(texts), 'labels')
     options = TextPairOptions(loss, scale, temperature, mask_false_negatives,  # checks them
                               matryoshka_dims)
-    epochs = check_positive_int(epochs, 'epochs')
     batch_size = check_positive_int(batch_size, 'batch_size')
     lr = check_number(lr, 'lr', low=0.0, low_open=True)
     hard = check_bool(hard_negatives, 'hard_negatives')
     check_bool(progress, 'progress')
-    if batch_size > len(texts):
-        raise ValueError(f"batch_size = {batch_size} is larger than the {len(texts)} texts")
     if hard and loss != 'mnrl':
         raise ValueError("hard_negatives=True needs loss='mnrl': SupCon takes no mined negatives")
-    if hard and labels.unique().numel() < 2:
-        raise ValueError("hard_negatives needs at least two labels")
     seed = check_seed(seed)
     if encoder is None:
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             encoder = TextEncoder()
-    method = TextPairs(encoder, texts, labels, options)  # a wrong encoder's type raises here
+    method = TextPairs(encoder, texts, labels, options)  # checks encoder, texts and labels
+    if batch_size > len(method.labels):
+        raise ValueError(f"batch_size = {batch_size} is larger than the {len(method.labels)} texts")
+    if hard and method.labels.unique().numel() < 2:
+        raise ValueError("hard_negatives needs at least two labels")
     # numpy's generator draws the positives and negatives; the method itself draws nothing
     data = _TextBatches(method, batch_size, hard, seed)
     sparse_opt = torch.optim.SparseAdam(list(encoder.bag.parameters()), lr=lr)
     dense_opt = torch.optim.Adam(encoder.mlp.parameters(), lr=lr)
     history = History()
-    Loop(method, [sparse_opt, dense_opt], data, epochs,
+    Loop(method, [sparse_opt, dense_opt], data, epochs,  # the loop checks epochs
          [history, Progress(f'train ({loss})', show=progress)]).fit()
     return encoder.eval(), history.frame().loss.tolist()
 

@@ -210,7 +210,6 @@ def vicreg_loss(
                          "choose smaller ones")
     return loss
 
-
 # %% ../nbs/13_without_negatives.ipynb #d3ccc97e
 class PredictionHead(nn.Sequential):
     "The predictor h of SimSiam and BYOL: Linear → BatchNorm → ReLU → Linear, D → hidden → D."
