@@ -47,17 +47,15 @@ def _child() -> None:
     except AttributeError as e:  # a function of the parent's __main__ (a notebook, a script)
         out = (False, ('TypeError', f"a new process cannot find a function it was sent ({e}): "
                        "define it in an importable module, or import it from one", ''))
-        with open(os.path.join(folder, f'result{rank}.pkl'), 'wb') as f: pickle.dump(out, f)
-        return
-    torch.set_num_threads(threads)
-    try:
-        dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=timeout))
-        try: out = (True, fn(*args, **kwargs))
-        finally: dist.destroy_process_group()
-    except Exception as e:
-        out = (False, (type(e).__name__, str(e), traceback.format_exc()))
-    with open(os.path.join(folder, f'result{rank}.pkl'), 'wb') as f:
-        pickle.dump(out, f)
+    else:
+        torch.set_num_threads(threads)
+        try:
+            dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=timeout))
+            try: out = (True, fn(*args, **kwargs))
+            finally: dist.destroy_process_group()
+        except Exception as e:
+            out = (False, (type(e).__name__, str(e), traceback.format_exc()))
+    with open(os.path.join(folder, f'result{rank}.pkl'), 'wb') as f: pickle.dump(out, f)
 
 def _start(fn: Callable, world_size: int, folder: str, threads: int) -> list[subprocess.Popen]:
     "Start `world_size` Python processes that run `_child` with torchrun's variables set."

@@ -296,18 +296,6 @@ class SkipValueChecks(Callback):
     after_fit = after_backward  # also when the step raised: the checks come back on
 
 # %% ../nbs/loop.ipynb #0fee30c9
-def _check_monitors(monitors) -> dict[str, Callable]:
-    "Monitors: a dict of names (words) to callables, or None for none."
-    if monitors is None: return {}
-    if not isinstance(monitors, dict):
-        raise TypeError(f"monitors must be a dict of name -> f(subject) -> number, got "
-                        f"{type(monitors).__name__}")
-    for name, monitor in monitors.items():
-        if not isinstance(name, str) or not name.isidentifier() or not callable(monitor):
-            raise TypeError(f"monitors must map names (words) to callables, got {name!r}: "
-                            f"{type(monitor).__name__}")
-    return dict(monitors)
-
 class Monitors(Callback):
     "The caller's numbers at each epoch's end: name -> f(subject) -> a number."
     name = 'monitors'
@@ -316,7 +304,15 @@ class Monitors(Callback):
                  monitors: dict[str, Callable] | None, # name (a word) -> f(subject) -> a number
                  subject=None, # what each monitor is handed (None: the loop itself)
                 ):
-        self.monitors, self.subject, self.rows = _check_monitors(monitors), subject, []
+        if monitors is None: monitors = {}
+        if not isinstance(monitors, dict):
+            raise TypeError(f"monitors must be a dict of name -> f(subject) -> number, got "
+                            f"{type(monitors).__name__}")
+        for name, monitor in monitors.items():
+            if not isinstance(name, str) or not name.isidentifier() or not callable(monitor):
+                raise TypeError(f"monitors must map names (words) to callables, got {name!r}: "
+                                f"{type(monitor).__name__}")
+        self.monitors, self.subject, self.rows = dict(monitors), subject, []
 
     def after_epoch(self, loop: Loop) -> None:
         "Measure each monitor; rows: (epoch, step, {name: value})."

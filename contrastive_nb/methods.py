@@ -286,15 +286,6 @@ def _options_of(builder: Callable, options) -> type:
                         f"{options!r}")
     return options
 
-def _same_definition(name: str, old: Callable, new: Callable) -> bool:
-    "Whether `new` is `old` defined again: same module and name, or a lesson notebook's own copy."
-    where = lambda f: (getattr(f, '__module__', None), getattr(f, '__qualname__', None))
-    (old_module, old_name), (new_module, new_name) = where(old), where(new)
-    if (old_module, old_name) == (new_module, new_name): return True
-    module, qualname = BUILTIN_METHODS.get(name, (None, None))
-    return (old_name == new_name == qualname
-            and {old_module, new_module} == {'__main__', module})
-
 def register_method(
     name: str, # what `TrainConfig.method` calls it: a word such as 'simclr'
     builder: Callable, # (encoder, head, options, setup) -> a `ContrastiveMethod`
@@ -313,7 +304,9 @@ def register_method(
             raise ValueError(f"{name!r} is the name of the course's own method (in {module}): "
                              "choose another name")
     old = METHODS.get(name)
-    if old is not None and not _same_definition(name, old.builder, builder):
+    where = lambda f: (getattr(f, '__module__', None), getattr(f, '__qualname__', None))
+    # the same definition again; a built-in name: its lesson's or a lesson notebook's copy (above)
+    if old is not None and name not in BUILTIN_METHODS and where(old.builder) != where(builder):
         raise ValueError(f"method {name!r} is already registered (by {old.builder!r}): "
                          "choose another name")
     if old is not None and getattr(builder, '__module__', None) == '__main__' != getattr(

@@ -63,18 +63,14 @@ def save_checkpoint(
         finally: os.close(folder)
     return path
 
-def _verify(path: Path) -> None:
-    "Check each record of the zip file `torch.save` writes against its CRC-32 (torch.load won't)."
-    damage = zip_damage(path)  # a flipped bit: torch.load would return the damaged weights silently
-    if damage: raise CheckpointError(f"checkpoint {path} is damaged: {damage}")
-
 def load_checkpoint(
     path: str | Path, # a file written by `save_checkpoint`
 ) -> dict: # the state, read with torch.load(weights_only=True)
     "Read a checkpoint safely (no pickled code); a damaged file raises a CheckpointError naming it."
     path = check_path(path, 'path')
     if not path.is_file(): raise CheckpointError(f"checkpoint {path} does not exist")
-    _verify(path)
+    damage = zip_damage(path)  # each record's CRC-32: torch.load reads a flipped bit silently
+    if damage: raise CheckpointError(f"checkpoint {path} is damaged: {damage}")
     try: state = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:
         raise CheckpointError(f"checkpoint {path} is damaged or truncated and cannot be read "
@@ -94,11 +90,6 @@ def _checkpoints(run_dir: Path) -> list[Path]:
     "A run's checkpoints, oldest first, by step as a number (as text, step-100000000 sorts first)."
     found = [p for p in (run_dir / 'checkpoints').glob('step-*.pt') if _step_of(p) is not None]
     return sorted(found, key=_step_of)
-
-def _verifies(path: Path) -> bool:
-    try: _verify(path)
-    except CheckpointError: return False
-    return True
 
 def latest_checkpoint(
     run_dir: str | Path, # a run folder
@@ -121,7 +112,7 @@ def load_latest_checkpoint(
     try: state = load_checkpoint(found[-1])
     except CheckpointError as e:
         # read every older one: a hint that names a file must have checked that file
-        intact = next((p for p in reversed(found[:-1]) if _verifies(p)), None)
+        intact = next((p for p in reversed(found[:-1]) if not zip_damage(p)), None)
         hint = (f"; {intact} is intact (its CRC-32 checks pass): move {found[-1].name} away to "
                 f"{purpose} from it" if intact else "; no older checkpoint of the run is intact")
         raise CheckpointError(f"{e}{hint}") from None
@@ -180,18 +171,6 @@ def set_random_state(
 
 # %% ../nbs/runs.ipynb #f87bfb2c
 RUNTIME_SETTINGS = ('data_root', 'device', 'threads', 'compile', 'progress')  # how, not what
-def _check_output_folder(run_dir: Path) -> None:
-    "A run folder that is, or can become, a folder this process may write; else one clear error."
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ValueError(f"run_dir {run_dir} is a file, not a folder: choose another run folder")
-    nearest = run_dir  # the folder, or the nearest part of its path that exists
-    while not nearest.exists() and nearest != nearest.parent: nearest = nearest.parent
-    if not nearest.is_dir():
-        raise ValueError(f"run_dir {run_dir} lies under {nearest}, which is a file, not a folder")
-    if not os.access(nearest, os.W_OK | os.X_OK):
-        raise ValueError(f"run_dir {run_dir} cannot be written: this user may not write in "
-                         f"{nearest}")
-
 def _flat(values: dict, prefix: str = '') -> dict:
     "Nested tables as one level of dotted names: {'options': {'k': 1}} -> {'options.k': 1}."
     out = {}
@@ -259,7 +238,15 @@ def check_run_dir(
     "A run folder this process may write (and, for a new run, holding no other); else one error."
     run_dir = check_path(run_dir, 'run_dir')
     check_bool(new, 'new')
-    _check_output_folder(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ValueError(f"run_dir {run_dir} is a file, not a folder: choose another run folder")
+    nearest = run_dir  # the folder, or the nearest part of its path that exists
+    while not nearest.exists() and nearest != nearest.parent: nearest = nearest.parent
+    if not nearest.is_dir():
+        raise ValueError(f"run_dir {run_dir} lies under {nearest}, which is a file, not a folder")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise ValueError(f"run_dir {run_dir} cannot be written: this user may not write in "
+                         f"{nearest}")
     if new: check_same_run(run_dir, None)
     return run_dir
 

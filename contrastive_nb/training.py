@@ -7,7 +7,6 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/training.html.md"""
 # %% ../nbs/09_training.ipynb #141efcc2
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import io
@@ -25,7 +24,7 @@ from torch import distributed as dist
 from tqdm import tqdm
 
 from ._checks import (check_bool, check_choice, check_int, check_module, check_number,
-                                    check_path, check_positive_int, check_seed)
+                                    check_positive_int, check_seed)
 from .augment import AugmentationPolicy
 from .compat import moved
 from .data import ImageDataset, as_float_images
@@ -392,8 +391,10 @@ class Trainer:
                  monitors: dict[str, Callable] | None = None, # name -> f(trainer) -> a number
                  callbacks: Sequence[Callback] = (), # more callbacks of the loop (see `Loop`)
                 ):
-        c, self.run_dir = _check_trainer(config, run_dir), run_dir and Path(run_dir)
-        self.config, (self.world_size, self.rank) = c, world()
+        if not isinstance(config, TrainConfig):
+            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+        self.run_dir = None if run_dir is None else check_run_dir(run_dir)  # before any work
+        c, self.config, (self.world_size, self.rank) = config, config, world()
         if c.batch_size % self.world_size or c.batch_size < 2 * self.world_size:
             raise ValueError(f"batch_size ({c.batch_size}) is the global batch: it must split "
                              f"into {self.world_size} equal parts of at least 2 sources, one per "
@@ -501,9 +502,7 @@ class Trainer:
         encoder = self.encoder if encoder is None else check_module(encoder, 'encoder')
         query, bank = self.data[split], self.data['train'].subset(slice(0, bank_size))
         if len(query) == 0: return math.nan
-        autocast = (contextlib.nullcontext() if self.dtype == torch.float32
-                    else torch.autocast(self.device.type, dtype=self.dtype))
-        with autocast:
+        with self.method.autocast():  # as the steps: set_precision(device type, dtype)
             f_bank, f_query = (embed(encoder, d.images, device=self.device) for d in (bank, query))
         return knn_accuracy(f_bank, bank.labels, f_query, query.labels, k=self.config.knn_k)
 
@@ -511,12 +510,6 @@ class Trainer:
     def baselines(self) -> dict[str, float]: return _baselines(self) # chance, pixels, untrained
 
 # %% ../nbs/09_training.ipynb #3b82527f
-def _check_trainer(config, run_dir) -> TrainConfig:
-    if not isinstance(config, TrainConfig):
-        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    if run_dir is not None: check_run_dir(run_dir)  # before any work: a str or a Path
-    return config
-
 def _untrained_encoder(config: TrainConfig, device: torch.device) -> nn.Module:
     "The run's encoder as it was before the first step, rebuilt from the seed."
     with torch.random.fork_rng(devices=[]), cpu_threads(config.threads):
@@ -604,16 +597,14 @@ def _report(trainer: Trainer) -> dict:
     return report
 
 # %% ../nbs/09_training.ipynb #8261540b
-def _process_rng(trainer: Trainer) -> Tensor:
-    "Every process's global torch state and augmentation generator, one row per rank."
-    mine = torch.cat([torch.get_rng_state(), trainer.view_generator.get_state()])
-    rows = [torch.empty_like(mine) for _ in range(trainer.world_size)]
-    dist.all_gather(rows, mine)
-    return torch.stack(rows)
-
 def _run_state(trainer: Trainer) -> dict:
     "Everything to continue the run exactly (every process must call it under torchrun)."
-    process_rng = _process_rng(trainer) if trainer.world_size > 1 else None
+    process_rng = None  # every process's global torch state and augmentation generator, by rank
+    if trainer.world_size > 1:
+        mine = torch.cat([torch.get_rng_state(), trainer.view_generator.get_state()])
+        rows = [torch.empty_like(mine) for _ in range(trainer.world_size)]
+        dist.all_gather(rows, mine)
+        process_rng = torch.stack(rows)
     return {'format': CHECKPOINT_FORMAT, 'config': trainer.config.to_dict(),
             'method_file': trainer.method_file, 'world_size': trainer.world_size,
             'process_rng': process_rng, 'epoch': trainer.step // trainer.steps_per_epoch,
@@ -680,18 +671,13 @@ def resume(
     log: Callable[[str], None] | None = None, # gets a line at each epoch's end, as in `fit`
 ) -> Trainer: # the finished run
     "Continue a run from its newest checkpoint, with its saved settings, to the end (or extend it)."
-    run_dir = check_path(run_dir, 'run_dir')
+    run_dir = check_run_dir(run_dir)
     _check_log(log)
-    check_run_dir(run_dir)
-    path, state = load_latest_checkpoint(run_dir, 'resume')
-    values, saved = state['config'], saved_settings(run_dir)
-    if saved is not None:  # someone edited config.json, or another run wrote it
-        differ = setting_differences(saved, values, LARS_SETTINGS)
-        if differ:
-            raise ValueError(f"{run_dir / 'config.json'} and the checkpoint {path.name} differ in "
-                             f"{differ}: a run continues with the settings it was trained with; "
-                             "restore config.json, or train a new run in another folder")
-        values = {**values, **{k: saved[k] for k in RUNTIME_SETTINGS if k in saved}}
+    _, state = load_latest_checkpoint(run_dir, 'resume')
+    # config.json holds the checkpoint's settings, unless someone edited it or another run wrote it
+    check_same_run(run_dir, state['config'], LARS_SETTINGS)
+    saved = saved_settings(run_dir) or {}
+    values = {**state['config'], **{k: saved[k] for k in RUNTIME_SETTINGS if k in saved}}
     _check_extension(run_dir, state['epoch'], values['epochs'], values['warmup_epochs'], epochs)
     trainer = Trainer(TrainConfig.from_dict(values), run_dir)
     trainer.load_state_dict(state)
