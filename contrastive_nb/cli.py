@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+try: import tomllib  # the standard library's, from Python 3.11
+except ModuleNotFoundError: import tomli as tomllib  # Python 3.10: a dependency there
 import torch
 from torch import distributed as dist
 
@@ -160,12 +162,6 @@ def read_config_file(
         try: values = json.loads(text)
         except json.JSONDecodeError as e: raise ValueError(f"{path} is not valid JSON: {e}")
     else:
-        try: import tomllib
-        except ModuleNotFoundError:
-            try: import tomli as tomllib
-            except ModuleNotFoundError:
-                raise ValueError("reading TOML needs Python 3.11 or later, or the tomli package "
-                                 "on Python 3.10: pip install tomli (or give a .json file)")
         try: values = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e: raise ValueError(f"{path} is not valid TOML: {e}")
     if not isinstance(values, dict):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import importlib.resources
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+try: import tomllib  # the standard library's, from Python 3.11
+except ModuleNotFoundError: import tomli as tomllib  # Python 3.10: a dependency there
 import torch
 
 from ._checks import check_bool, check_choice, check_path, check_positive_int
