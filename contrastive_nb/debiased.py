@@ -345,11 +345,12 @@ class Supervised(ContrastiveMethod):
     def loss(self, batch: Batch) -> Tensor:
         "Cross-entropy of the head's scores for one view of each source against its label."
         scores = self.embed(self.encoder, self.head, self.check_views(batch)[0])
+        labels = batch.labels
         if self.check_values:  # off in the trainer's step, like every check that reads values
-            labels, (n, k) = check_ids(batch.labels, 'labels'), scores.shape
+            labels, (n, k) = check_ids(labels, 'labels'), scores.shape  # a list becomes a tensor
             if len(labels) != n or not 0 <= labels.min() <= labels.max() < k:
                 raise ValueError(f"labels must be {n} class indices in [0, {k}): the head gives "
                                  f"{k} class scores")
-        return F.cross_entropy(scores, batch.labels)
+        return F.cross_entropy(scores, labels)
 
 register_method('supervised', Supervised)
