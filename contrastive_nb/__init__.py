@@ -1,3 +1,5 @@
+"""A notebook-first course on contrastive learning: pairs, similarity, InfoNCE, temperature, memory banks, MoCo, hard and false negatives, GPU training."""
+
 __version__ = "0.0.1"
 
 # The names most programs need, importable from the top level: `from contrastive_nb import nt_xent`.

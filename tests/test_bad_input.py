@@ -34,7 +34,7 @@ except ImportError:  # the exhaustive runner below needs no hypothesis
 MODULES = ('data', 'pairs', 'augment', 'similarity', 'infonce', 'temperature', 'memory_bank', 'moco', 'models',
            'evaluate', 'selfcheck', 'hard_negatives', 'debiased', 'training', 'cli', 'distributed', 'text',
            'clip', 'methods', 'launch', 'experiments', 'without_negatives', 'loop', 'runs', 'compat',
-           'optim', 'datasets')
+           'optim', 'datasets', 'pretrained')
 
 # --- valid calls ------------------------------------------------------------------------------------------------
 

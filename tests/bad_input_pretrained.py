@@ -1,0 +1,23 @@
+"""Bad-input registry of the pretrained-models page (contrastive_nb.pretrained): the loader and the saver."""
+import tempfile
+from pathlib import Path
+
+import torch
+from test_bad_input import Case, _mod
+
+CONSTANTS = {'PRETRAINED_PACKAGE', 'PRETRAINED_VERSION', 'PRETRAINED_EXTRA', 'MINILM_ZIP', 'MINILM_SHA256',
+             'TUNED_FORMAT'}
+
+def cases():
+    p = _mod('pretrained')
+    folder = Path(tempfile.gettempdir()) / 'contrastive_nb_bad_input_cache'  # extracted once
+    def embed_one(cache, device, weights):
+        return p.load_pretrained(cache, device, weights).encode(['a printer that will not print'],
+                                                                convert_to_tensor=True)
+    return {
+        'load_pretrained': [Case(embed_one, dict(cache=str(folder), device='cpu', weights=None),
+                                 choices=('device',), os_errors=True)],
+        'save_tuned': [Case(lambda model, path: p.save_tuned(model, path).name,
+                            dict(model=torch.nn.Linear(2, 2), path=str(folder / 'tuned.pt')),
+                            os_errors=True)],
+    }
