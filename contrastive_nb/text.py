@@ -42,7 +42,7 @@ __all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'FUSION_NORM
            'TextEncoder', 'split_by_message', 'paraphrase_tickets', 'char_ngram_jaccard', 'near_duplicates',
            'lexical_scores', 'bootstrap_ci', 'mnrl_loss', 'matryoshka_loss', 'mine_hard_negatives', 'TextPairOptions',
            'TextPairs', 'train_text_encoder', 'tie_ranks', 'reciprocal_rank_fusion', 'weighted_score_fusion',
-           'choose_fusion', 'TicketSearch']
+           'choose_fusion', 'TicketSearch', 'margin_negatives', 'fine_tune']
 
 # %% ../nbs/11_text_retrieval.ipynb #b3c55730
 def _ranges(codes) -> str:
@@ -503,20 +503,25 @@ class TextPairs(ContrastiveMethod):
     Options = TextPairOptions
 
     def __init__(self,
-                 encoder: TextEncoder, # trained in place
-                 texts: list[str], # the training texts (featurised once, here)
+                 encoder: nn.Module, # a `TextEncoder` or `load_pretrained` model; trained in place
+                 texts: list[str], # the training texts (a TextEncoder's featurised once, here)
                  labels: Tensor, # (N,) problem of each text
                  options: TextPairOptions | None = None, # its settings (None: the defaults)
                 ):
         super().__init__()
-        if not isinstance(encoder, TextEncoder):
-            raise TypeError(f"encoder must be a TextEncoder, got {type(encoder).__name__}")
         texts = _check_texts(texts)
+        if isinstance(encoder, TextEncoder):
+            ids, width = [encoder.featurize([t])[0] for t in texts], encoder.config['out_dim']
+        elif isinstance(encoder, nn.Module) and callable(getattr(encoder, 'preprocess', None)):
+            ids, width = None, encoder.get_embedding_dimension()  # tokenised per batch
+        else:
+            raise TypeError(f"encoder must be a TextEncoder or a model from load_pretrained, got "
+                            f"{type(encoder).__name__}")
         self.labels = _check_labels(labels, len(texts), 'labels')
-        self.encoder, self._ids = encoder, [encoder.featurize([t])[0] for t in texts]
+        self.encoder, self.texts, self._ids = encoder, texts, ids
         self.options = check_options(TextPairOptions() if options is None else options,
                                      TextPairOptions)
-        dims, width = self.options.matryoshka_dims, encoder.config['out_dim']
+        dims = self.options.matryoshka_dims
         if dims is not None and dims[-1] > width:
             raise ValueError(f"matryoshka_dims {dims} reaches beyond the encoder's {width} "
                              "output dimensions: the longest prefix is at most out_dim")
@@ -525,6 +530,11 @@ class TextPairs(ContrastiveMethod):
                    rows: Tensor, # (n,) int64 rows of the training texts
                   ) -> Tensor: # (n, D) their embeddings, not normalised, in one pass
         "The encoder's embeddings of the training texts at `rows`."
+        if self._ids is None:  # a sentence-transformers model: its tokeniser, then its modules
+            device = next(self.encoder.parameters()).device
+            features = self.encoder.preprocess([self.texts[i] for i in rows.tolist()])
+            return self.encoder({k: v.to(device) if isinstance(v, Tensor) else v
+                                 for k, v in features.items()})['sentence_embedding']
         ids = [self._ids[i] for i in rows.tolist()]
         offsets = torch.tensor([0] + [len(x) for x in ids[:-1]]).cumsum(0)
         return self.encoder(torch.cat(ids), offsets)
@@ -535,7 +545,7 @@ class TextPairs(ContrastiveMethod):
             raise ValueError("batch.views must be 2 or 3 tensors of B >= 1 rows each: anchors, "
                              "positives and (optional) hard negatives")
         if self.check_values:  # out of range, a mask or a float: the wrong texts, silently
-            for k, v in enumerate(views): check_indices(v, f'batch.views[{k}]', len(self._ids))
+            for k, v in enumerate(views): check_indices(v, f'batch.views[{k}]', len(self.texts))
 
     def loss(self, batch: Batch) -> Tensor:
         "views: (B,) rows of anchors, of their positives and (MNRL, optional) of hard negatives."
@@ -859,3 +869,88 @@ class TicketSearch:
         except Exception as e:  # the right keys, wrong contents: a damaged or hand-made file
             raise CheckpointError(f"{path} is a damaged TicketSearch file "
                                   f"({type(e).__name__}: {str(e)[:120]})") from None
+
+# %% ../nbs/11_text_retrieval.ipynb #169b48eb
+def margin_negatives(
+    pool: Tensor, # (N, D) embeddings of the texts by the model that mines (the teacher)
+    pairs: Tensor, # (P, 2) rows of the pool: each pair's anchor, then its positive
+    margin: float = 0.95, # skip candidates above margin × the cosine of anchor and positive
+) -> Tensor: # (P,) int64 row of the pool: each pair's negative
+    "Label-free hard negatives: the closest candidate below a share of the positive's cosine."
+    z = unit_rows(pool, 'pool')
+    check_tensor(pairs, 'pairs', ndim=2, dtype='int')
+    if pairs.shape[1] != 2 or not len(pairs):
+        raise ValueError(f"pairs must be (P, 2) rows (anchor, positive), got {tuple(pairs.shape)}")
+    pairs = check_indices(pairs.reshape(-1), 'pairs', len(z)).view(-1, 2).to(z.device)
+    margin = check_number(margin, 'margin', low=0.0, high=1.0, low_open=True)
+    scores = z[pairs[:, 0]] @ z.T                                    # (P, N): anchor against all
+    below = scores < margin * scores.gather(1, pairs[:, 1:])
+    below.scatter_(1, pairs, False)                                  # never the pair itself
+    if not below.any(1).all():
+        raise ValueError(f"pair {int((~below.any(1)).nonzero()[0])} has no candidate below "
+                         f"{margin} × its positive's cosine: lower margin, or add texts")
+    return top_k_negatives(scores, below, 1)[:, 0]
+
+# %% ../nbs/11_text_retrieval.ipynb #ea624407
+class _PairBatches:
+    "The loop's data: fixed pairs (anchor, positive), reordered each epoch, with negatives."
+    def __init__(self,
+                 labels: Tensor, # (N,) of the texts, for the batch's labels
+                 pairs: Tensor, # (P, 2) rows of the texts
+                 negatives: Tensor | None, # (P,) rows, or None
+                 batch_size: int, # pairs per step; the ragged last batch of an epoch is dropped
+                 seed: int, # the order
+                ):
+        self.labels, self.pairs, self.negatives = labels, pairs, negatives
+        self.batch_size, self.steps_per_epoch = batch_size, len(pairs) // batch_size
+        self.generator, self.order = torch.Generator().manual_seed(seed), None
+
+    def batch(self, step: int) -> Batch: # views: rows of anchors, positives (and negatives)
+        pos = step % self.steps_per_epoch
+        if pos == 0 or self.order is None:
+            self.order = torch.randperm(len(self.pairs), generator=self.generator)
+        take = self.order[pos * self.batch_size:(pos + 1) * self.batch_size]
+        views = [self.pairs[take, 0], self.pairs[take, 1]]
+        if self.negatives is not None: views.append(self.negatives[take])
+        return Batch(views, views[0], self.labels[views[0]], self.generator)
+
+# %% ../nbs/11_text_retrieval.ipynb #2aa9e79d
+def fine_tune(
+    model: nn.Module, # a model from `load_pretrained`, trained in place
+    texts: list[str], # the training texts
+    labels: Tensor, # (N,) problem of each text (read by the mask only)
+    pairs: Tensor, # (P, 2) rows of `texts`: anchor, positive
+    negatives: Tensor | None = None, # (P,) a mined negative row per pair (`margin_negatives`)
+    epochs: int = 1, # passes over the pairs
+    batch_size: int = 32, # pairs per step
+    lr: float = 2e-5, # AdamW's learning rate (weight decay 0.01)
+    mask_false_negatives: bool = True, # mask candidates with the anchor's label (needs labels)
+    scale: float = 20.0, # logit scale, τ = 1 / scale
+    seed: int = 0, # the order of the pairs (and dropout)
+    progress: bool = False, # show a progress bar
+) -> tuple[nn.Module, list[float]]: # the model (in eval mode) and the loss of every step
+    "Fine-tune a pretrained sentence encoder with MNRL on pairs, on lesson 03's loop."
+    if not callable(getattr(model, 'preprocess', None)):  # a TextEncoder has no tokeniser
+        raise TypeError(f"model must be a model from load_pretrained (train_text_encoder trains a "
+                        f"TextEncoder), got {type(model).__name__}")
+    options = TextPairOptions('mnrl', scale, mask_false_negatives=mask_false_negatives)
+    method = TextPairs(model, texts, labels, options)  # checks model, texts, labels
+    check_tensor(pairs, 'pairs', ndim=2, dtype='int')
+    if pairs.shape[1] != 2:
+        raise ValueError(f"pairs must be (P, 2) rows (anchor, positive), got {tuple(pairs.shape)}")
+    pairs = check_indices(pairs.reshape(-1), 'pairs', len(texts)).view(-1, 2)
+    if negatives is not None:
+        negatives = check_indices(negatives, 'negatives', len(texts))
+        if len(negatives) != len(pairs):
+            raise ValueError(f"negatives has {len(negatives)} rows for {len(pairs)} pairs")
+    batch_size = check_positive_int(batch_size, 'batch_size')
+    if batch_size > len(pairs):
+        raise ValueError(f"batch_size = {batch_size} is larger than the {len(pairs)} pairs")
+    lr, seed = check_number(lr, 'lr', low=0.0, low_open=True), check_seed(seed)
+    data = _PairBatches(method.labels, pairs, negatives, batch_size, seed)
+    history = History()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # dropout
+        Loop(method, torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01), data,
+             epochs, [history, Progress('fine-tune', show=check_bool(progress, 'progress'))]).fit()
+    return model.eval(), history.frame().loss.tolist()

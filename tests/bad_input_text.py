@@ -21,6 +21,20 @@ def _search():
 def _saved() -> Path:
     return _search().save(Path(tempfile.mkdtemp(prefix='bad_input_')) / 'search.pt')
 
+_PRETRAINED = []
+
+def _pretrained():
+    "One all-MiniLM-L6-v2 for every call (loading takes a second); fine-tuning changes it, harmlessly."
+    if not _PRETRAINED:
+        cache = Path(tempfile.gettempdir()) / 'contrastive_nb_bad_input_cache'
+        _PRETRAINED.append(_mod('pretrained').load_pretrained(cache, device='cpu'))
+    return _PRETRAINED[0]
+
+def _pool_with_pairs() -> torch.Tensor:
+    "Six rows in which rows 1, 3 and 5 lie close to rows 0, 2 and 4: pairs with positive cosines."
+    anchors = feats(3, 4)
+    return torch.stack([anchors, anchors + 0.1 * feats(3, 4, seed=1)], dim=1).reshape(6, 4)
+
 def cases():
     t = _mod('text')
     tickets = _mod('data').load_tickets()
@@ -88,7 +102,21 @@ def cases():
                                _mod('methods').Batch([anchors, positives], anchors, LABELS[:2], None)),
                            dict(anchors=torch.tensor([0, 2]), positives=torch.tensor([1, 3])), 'loss',
                            indices=('anchors', 'positives'),
-                           aliases={'anchors': ('views',), 'positives': ('views',)})],
+                           aliases={'anchors': ('views',), 'positives': ('views',)}),
+                      Case(lambda texts, labels: t.TextPairs(_pretrained(), texts, labels).loss(
+                               _mod('methods').Batch([torch.tensor([0, 2]), torch.tensor([1, 3])],
+                                                     torch.tensor([0, 2]), LABELS[:2], None)),
+                           dict(texts=TEXTS, labels=LABELS), 'pretrained', deterministic=False)],
+        'margin_negatives': [Case(t.margin_negatives,
+                                  dict(pool=_pool_with_pairs(), pairs=torch.tensor([[0, 1], [2, 3], [4, 5]]),
+                                       margin=0.95), indices=('pairs',))],
+        'fine_tune': [Case(lambda model, texts, labels, pairs, negatives, batch_size, lr, scale, seed:
+                           t.fine_tune(model, texts, labels, pairs, negatives, batch_size=batch_size, lr=lr,
+                                       scale=scale, seed=seed)[1],
+                           dict(model=_pretrained(), texts=TEXTS, labels=LABELS,
+                                pairs=torch.tensor([[0, 1], [2, 3], [4, 5]]), negatives=torch.tensor([2, 4, 0]),
+                                batch_size=3, lr=1e-6, scale=20.0, seed=0),
+                           indices=('pairs', 'negatives'), deterministic=False)],
         'bootstrap_ci': [Case(t.bootstrap_ci, dict(values=feats(20, 1).squeeze(1), n_boot=50,
                                                    level=0.9, seed=0))],
         'tie_ranks': [Case(t.tie_ranks, dict(scores=feats(3, 5)))],

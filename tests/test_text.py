@@ -809,3 +809,118 @@ def test_matryoshka_dims_longer_than_the_encoder():
         T.train_text_encoder(MRL_TEXTS, MRL_LABELS, batch_size=2, encoder=enc, matryoshka_dims=(32,))
     with pytest.raises(ValueError, match='matryoshka_dims'):  # the default encoder has 128 outputs
         T.train_text_encoder(MRL_TEXTS, MRL_LABELS, batch_size=2, matryoshka_dims=(8, 256))
+
+
+# --- the pretrained model fine-tuned (issue 44) ---------------------------------------------------------------------
+
+def margin_negatives_loop(pool, pairs, margin):
+    "Brute force: for each pair, the closest candidate (not the pair) below margin × the positive's cosine."
+    z = F.normalize(pool.double(), dim=1)
+    out = []
+    for a, p in pairs.tolist():
+        bar = margin * float(z[a] @ z[p])
+        candidates = [(float(z[a] @ z[j]), j) for j in range(len(z)) if j not in (a, p) and float(z[a] @ z[j]) < bar]
+        out.append(max(candidates)[1])
+    return out
+
+
+@pytest.mark.parametrize('seed', range(5))
+@pytest.mark.parametrize('margin', [0.5, 0.9, 0.95, 1.0])
+def test_margin_negatives_match_brute_force(seed, margin):
+    g = torch.Generator().manual_seed(seed)
+    anchors = torch.randn(12, 6, generator=g, dtype=torch.float64)
+    pool = torch.cat([anchors, anchors + 0.4 * torch.randn(12, 6, generator=g, dtype=torch.float64),
+                      torch.randn(20, 6, generator=g, dtype=torch.float64)])
+    pairs = torch.stack([torch.arange(12), torch.arange(12, 24)], dim=1)
+    assert T.margin_negatives(pool, pairs, margin).tolist() == margin_negatives_loop(pool, pairs, margin)
+
+
+def test_margin_negatives_skip_near_copies_and_the_pair():
+    z = torch.tensor([[1.0, 0.0], [0.99, 0.1], [0.98, 0.2], [0.0, 1.0]])
+    # anchor 0, positive 2 (cosine 0.98): row 1 (0.995) is above it, row 3 (0) is the only one below 0.93
+    assert T.margin_negatives(z, torch.tensor([[0, 2]])).tolist() == [3]
+    # the positive itself is never its negative, even where it is the only candidate below the bar
+    with pytest.raises(ValueError, match='pair 0 has no candidate'):
+        T.margin_negatives(z[:3], torch.tensor([[0, 2]]))
+    with pytest.raises(ValueError, match=r'pairs must be \(P, 2\)'):
+        T.margin_negatives(z, torch.tensor([[0, 1, 2]]))
+
+
+@pytest.fixture(scope='module')
+def minilm_cache(tmp_path_factory):
+    pytest.importorskip('sentence_transformers')
+    return tmp_path_factory.mktemp('minilm')
+
+
+def tuned(cache, **options):
+    from contrastive_nb.pretrained import load_pretrained
+    texts = ['charged twice this month', 'two payments for one plan', 'the app crashes at start',
+             'app closes right after opening', 'cancel my plan', 'stop my subscription']
+    labels = torch.tensor([0, 0, 1, 1, 2, 2])
+    pairs = torch.tensor([[0, 1], [1, 0], [2, 3], [3, 2], [4, 5], [5, 4]])
+    defaults = dict(epochs=3, batch_size=3, lr=1e-4, seed=0)
+    return T.fine_tune(load_pretrained(cache, 'cpu'), texts, labels, pairs, **{**defaults, **options})
+
+
+def test_fine_tune_learns_and_is_seeded(minilm_cache):
+    model, losses = tuned(minilm_cache)
+    _, again = tuned(minilm_cache)
+    assert len(losses) == 6 and np.allclose(losses, again, rtol=1e-4)
+    assert np.mean(losses[-2:]) < np.mean(losses[:2])
+    assert not model.training
+    _, other = tuned(minilm_cache, seed=1)
+    assert not np.allclose(losses, other, rtol=1e-3)  # another order of the pairs
+
+
+def test_fine_tune_passes_the_negatives_and_the_mask_on(minilm_cache):
+    base = tuned(minilm_cache, epochs=1)[1]
+    assert not np.allclose(base, tuned(minilm_cache, epochs=1, negatives=torch.tensor([2, 4, 0, 5, 1, 3]))[1])
+    # seed 0 puts a pair and its twin, (a, b) and (b, a), in one batch: the mask changes that loss
+    assert not np.allclose(base, tuned(minilm_cache, epochs=1, mask_false_negatives=False)[1])
+
+
+def test_text_pairs_loss_on_a_pretrained_model(minilm_cache):
+    from contrastive_nb.methods import Batch
+    from contrastive_nb.pretrained import load_pretrained
+    texts = ['charged twice', 'two payments', 'billed two times', 'app crashes', 'cancel my plan']
+    labels = torch.tensor([0, 0, 0, 1, 2])
+    model = load_pretrained(minilm_cache, 'cpu')
+    def loss(views, mask=True):
+        options = T.TextPairOptions(mask_false_negatives=mask)
+        method = T.TextPairs(model, texts, labels, options).eval()
+        with torch.no_grad(): return method.loss(Batch(views, views[0], labels[views[0]], None)).item()
+    a, p = torch.tensor([0, 3, 4]), torch.tensor([1, 3, 4])
+    assert loss([a, p, torch.tensor([2, 4, 3])], mask=False) > loss([a, p], mask=False)  # one more candidate
+    a, p = torch.tensor([0, 1, 3]), torch.tensor([2, 0, 4])  # anchor 0's candidate 0 is its own problem
+    assert loss([a, p], mask=False) > loss([a, p]) + 1e-3
+
+
+def test_text_pairs_embed_a_pretrained_model_as_it_encodes(minilm_cache):
+    from contrastive_nb.pretrained import load_pretrained
+    model = load_pretrained(minilm_cache, 'cpu')
+    texts = ['a printer that will not print', 'refund please', 'the app crashes']
+    method = T.TextPairs(model, texts, torch.tensor([0, 1, 2])).eval()
+    with torch.no_grad():
+        rows = method.embed_rows(torch.tensor([2, 0]))
+    assert torch.allclose(rows, model.encode([texts[2], texts[0]], convert_to_tensor=True), atol=1e-5)
+    with pytest.raises(TypeError, match='model must be a model from load_pretrained'):
+        T.fine_tune(T.TextEncoder(), texts, torch.tensor([0, 1, 2]), torch.tensor([[0, 1]]))
+
+
+def test_pair_batches_cover_every_pair_once_per_epoch_in_a_new_order():
+    pairs = torch.stack([torch.arange(10), torch.arange(10).roll(1)], dim=1)
+    data = T._PairBatches(torch.zeros(10, dtype=torch.long), pairs, torch.arange(10).flip(0), 3, seed=0)
+    assert data.steps_per_epoch == 3  # the ragged last batch is dropped
+    epochs = [[data.batch(step) for step in range(e * 3, e * 3 + 3)] for e in range(3)]
+    anchors = [torch.cat([b.views[0] for b in epoch]) for epoch in epochs]
+    for seen, epoch in zip(anchors, epochs):
+        assert len(set(seen.tolist())) == 9  # no pair twice in an epoch
+        for b in epoch:
+            assert torch.equal(b.views[1], pairs[b.views[0], 1]) and torch.equal(b.views[2], 9 - b.views[0])
+    assert not torch.equal(anchors[0], anchors[1]) or not torch.equal(anchors[1], anchors[2])
+
+
+def test_fine_tune_refuses_what_is_not_a_pretrained_model():
+    for model in (T.TextEncoder(n_buckets=64, dim=4, hidden=4, out_dim=4), torch.nn.Linear(2, 2)):
+        with pytest.raises(TypeError, match='model must be a model from load_pretrained'):
+            T.fine_tune(model, ['a', 'b'], torch.tensor([0, 0]), torch.tensor([[0, 1]]))
