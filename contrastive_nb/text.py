@@ -871,6 +871,13 @@ class TicketSearch:
                                   f"({type(e).__name__}: {str(e)[:120]})") from None
 
 # %% ../nbs/11_text_retrieval.ipynb #169b48eb
+def _check_pairs(pairs, n: int) -> Tensor: # (P, 2) int64
+    "Pairs as (P, 2) rows (anchor, positive) of n texts."
+    check_tensor(pairs, 'pairs', ndim=2, dtype='int')
+    if pairs.shape[1] != 2 or not len(pairs):
+        raise ValueError(f"pairs must be (P, 2) rows (anchor, positive), got {tuple(pairs.shape)}")
+    return check_indices(pairs.reshape(-1), 'pairs', n).view(-1, 2)
+
 def margin_negatives(
     pool: Tensor, # (N, D) embeddings of the texts by the model that mines (the teacher)
     pairs: Tensor, # (P, 2) rows of the pool: each pair's anchor, then its positive
@@ -878,10 +885,7 @@ def margin_negatives(
 ) -> Tensor: # (P,) int64 row of the pool: each pair's negative
     "Label-free hard negatives: the closest candidate below a share of the positive's cosine."
     z = unit_rows(pool, 'pool')
-    check_tensor(pairs, 'pairs', ndim=2, dtype='int')
-    if pairs.shape[1] != 2 or not len(pairs):
-        raise ValueError(f"pairs must be (P, 2) rows (anchor, positive), got {tuple(pairs.shape)}")
-    pairs = check_indices(pairs.reshape(-1), 'pairs', len(z)).view(-1, 2).to(z.device)
+    pairs = _check_pairs(pairs, len(z)).to(z.device)
     margin = check_number(margin, 'margin', low=0.0, high=1.0, low_open=True)
     scores = z[pairs[:, 0]] @ z.T                                    # (P, N): anchor against all
     below = scores < margin * scores.gather(1, pairs[:, 1:])
@@ -935,10 +939,7 @@ def fine_tune(
                         f"TextEncoder), got {type(model).__name__}")
     options = TextPairOptions('mnrl', scale, mask_false_negatives=mask_false_negatives)
     method = TextPairs(model, texts, labels, options)  # checks model, texts, labels
-    check_tensor(pairs, 'pairs', ndim=2, dtype='int')
-    if pairs.shape[1] != 2:
-        raise ValueError(f"pairs must be (P, 2) rows (anchor, positive), got {tuple(pairs.shape)}")
-    pairs = check_indices(pairs.reshape(-1), 'pairs', len(texts)).view(-1, 2)
+    pairs = _check_pairs(pairs, len(texts))
     if negatives is not None:
         negatives = check_indices(negatives, 'negatives', len(texts))
         if len(negatives) != len(pairs):
