@@ -35,6 +35,7 @@ from .loop import History, Loop, Progress
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
 from .pairs import TICKET_SYNONYMS, check_synonyms, delete_words
 from .pairs import replace_synonyms
+from .pretrained import load_record, pretrained_record
 from .runs import CheckpointError, save_checkpoint
 
 # %% auto #0
@@ -498,6 +499,10 @@ class TextPairOptions(MethodOptions):
                              f"`mnrl_loss`), got loss={self.loss!r}")
 
 # %% ../nbs/11_text_retrieval.ipynb #500721d0
+def _is_pretrained(model) -> bool:
+    "A sentence-transformers model, as `load_pretrained` gives: a module with its own tokeniser."
+    return isinstance(model, nn.Module) and callable(getattr(model, 'preprocess', None))
+
 class TextPairs(ContrastiveMethod):
     "MNRL or SupCon on texts; the views are rows of the training texts: anchors, positives, ..."
     Options = TextPairOptions
@@ -512,7 +517,7 @@ class TextPairs(ContrastiveMethod):
         texts = _check_texts(texts)
         if isinstance(encoder, TextEncoder):
             ids, width = [encoder.featurize([t])[0] for t in texts], encoder.config['out_dim']
-        elif isinstance(encoder, nn.Module) and callable(getattr(encoder, 'preprocess', None)):
+        elif _is_pretrained(encoder):
             ids, width = None, encoder.get_embedding_dimension()  # tokenised per batch
         else:
             raise TypeError(f"encoder must be a TextEncoder or a model from load_pretrained, got "
@@ -746,12 +751,12 @@ def choose_fusion(
     return best
 
 # %% ../nbs/11_text_retrieval.ipynb #f701aefd
-_FORMAT, _VERSION = 'contrastive_nb.TicketSearch', 2  # written by `TicketSearch.save`
-_READABLE = (1, 2)  # version 1: before hybrid search (its files load as dense searches)
+_FORMAT = 'contrastive_nb.TicketSearch'  # written by `TicketSearch.save`
+_READABLE = (1, 2, 3)  # 1: before hybrid search (loads as dense); 3: a pretrained model's record
 
 def _read_search(
     path: str | Path, # a file written by `TicketSearch.save`
-) -> dict: # its contents: format, version, config, state, texts (and search, from version 2)
+) -> dict: # format, version, texts, search (from 2), config and state or pretrained (3)
     "Read a saved search safely (no pickled code); any fault is a CheckpointError naming the file."
     check_path(path, 'path')
     if str(path) == '.': raise ValueError(f"path must name a file, got {str(path)!r}")
@@ -796,14 +801,15 @@ def _warn_if_untrained(
 
 # %% ../nbs/11_text_retrieval.ipynb #18a2344b
 class TicketSearch:
-    "Semantic (or hybrid, with BM25) search with a `TextEncoder`: fit, search, save, load."
+    "Semantic (or hybrid, with BM25) search with a text encoder: fit, search, save, load."
     def __init__(self,
-                 encoder: TextEncoder, # a (trained) encoder
+                 encoder: nn.Module, # a trained `TextEncoder`, or a `load_pretrained` model (tuned)
                  hybrid: bool = False, # True: fuse the encoder's and BM25's rankings (RRF)
                  rrf_k: float = 60.0, # the fusion's constant k, when hybrid
                 ):
-        if not isinstance(encoder, TextEncoder):
-            raise TypeError(f"encoder must be a TextEncoder, got {type(encoder).__name__}")
+        if not (isinstance(encoder, TextEncoder) or _is_pretrained(encoder)):
+            raise TypeError(f"encoder must be a TextEncoder or a model from load_pretrained, got "
+                            f"{type(encoder).__name__}")
         self.encoder = encoder.eval()
         self.hybrid = check_bool(hybrid, 'hybrid')
         self.rrf_k = check_number(rrf_k, 'rrf_k', low=0.0)
@@ -815,7 +821,7 @@ class TicketSearch:
            ) -> TicketSearch: # self, with every text embedded
         "Embed and store the corpus."
         texts = _check_texts(texts)
-        embeddings = self.encoder.encode(texts)
+        embeddings = self._embed(texts)
         broken = torch.nonzero(~torch.isfinite(embeddings).all(1)).flatten().tolist()
         if broken:  # every score would be NaN, and the ranking arbitrary
             raise ValueError(f"the encoder gives NaN or inf embeddings for {len(broken)} of the "
@@ -827,6 +833,11 @@ class TicketSearch:
 
     def __len__(self) -> int: return len(self.texts)
 
+    def _embed(self, texts: list[str]) -> Tensor: # (N, D) unit rows, on the CPU
+        if isinstance(self.encoder, TextEncoder): return self.encoder.encode(texts)
+        return self.encoder.encode(texts, convert_to_tensor=True, normalize_embeddings=True,
+                                   show_progress_bar=False).float().cpu()
+
     def search(self,
                query: str, # the text to look for
                k: int = 5, # results, 1 <= k <= len(self)
@@ -836,7 +847,7 @@ class TicketSearch:
         _check_text(query, 'query')
         if not tokenize(query): raise ValueError(f"query {query!r} has no words to search for")
         k = check_int(k, 'k', low=1, high=len(self.texts))
-        scores = self.embeddings @ self.encoder.encode([query])[0]
+        scores = self.embeddings @ self._embed([query])[0]
         if self.hybrid:  # BM25 is recomputed from the texts: cheap for a few thousand tickets
             lexical = lexical_scores([query], self.texts, 'bm25')
             scores = reciprocal_rank_fusion([scores[None], lexical], k=self.rrf_k)[0]
@@ -848,12 +859,15 @@ class TicketSearch:
     def save(self,
              path: str | Path, # file to write (a torch checkpoint); its folder is created
             ) -> Path: # the path written
-        "Save the encoder's configuration and weights, the corpus texts and the search settings."
+        "Save the encoder (a pretrained one as its record), the texts and the search settings."
         if self.embeddings is None: raise ValueError("call fit(texts) before save")
+        if isinstance(self.encoder, TextEncoder):  # version 2: readable by older releases too
+            model = {'version': 2, 'config': self.encoder.config,
+                     'state': self.encoder.state_dict()}
+        else:  # the release's file hashes, and the weights only if tuned
+            model = {'version': 3, 'pretrained': pretrained_record(self.encoder)}
         # save_checkpoint writes atomically: a crash leaves the old file, never half a file
-        return save_checkpoint({'format': _FORMAT, 'version': _VERSION, 'texts': self.texts,
-                                'config': self.encoder.config,
-                                'state': self.encoder.state_dict(),
+        return save_checkpoint({'format': _FORMAT, **model, 'texts': self.texts,
                                 'search': {'hybrid': self.hybrid, 'rrf_k': self.rrf_k}}, path)
 
     @classmethod
@@ -862,9 +876,13 @@ class TicketSearch:
             ) -> TicketSearch: # a fitted search, equal to the saved one
         "Rebuild a saved search; a missing or bad file raises a `CheckpointError` that names it."
         saved = _read_search(path)
+        try: encoder = load_record(saved['pretrained']) if 'pretrained' in saved else None
+        except CheckpointError as e:  # (a missing extra or a damaged cache says what to do)
+            raise CheckpointError(f"{path}: {e}") from None
         try:
-            encoder = TextEncoder(**saved['config'])
-            encoder.load_state_dict(saved['state'])
+            if encoder is None:
+                encoder = TextEncoder(**saved['config'])
+                encoder.load_state_dict(saved['state'])
             return cls(encoder, **saved.get('search', {})).fit(saved['texts'])  # v1: dense
         except Exception as e:  # the right keys, wrong contents: a damaged or hand-made file
             raise CheckpointError(f"{path} is a damaged TicketSearch file "
@@ -934,7 +952,7 @@ def fine_tune(
     progress: bool = False, # show a progress bar
 ) -> tuple[nn.Module, list[float]]: # the model (in eval mode) and the loss of every step
     "Fine-tune a pretrained sentence encoder with MNRL on pairs, on lesson 03's loop."
-    if not callable(getattr(model, 'preprocess', None)):  # a TextEncoder has no tokeniser
+    if not _is_pretrained(model):  # a TextEncoder has no tokeniser
         raise TypeError(f"model must be a model from load_pretrained (train_text_encoder trains a "
                         f"TextEncoder), got {type(model).__name__}")
     options = TextPairOptions('mnrl', scale, mask_false_negatives=mask_false_negatives)

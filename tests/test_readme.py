@@ -38,12 +38,12 @@ def test_python_blocks_are_found():
     assert python_blocks("a\n```python\nx = 1\n```\n```bash\nls\n```\n"
                          "```python\ny = 2\n```\n") == ['x = 1\n', 'y = 2\n']
 
-@pytest.mark.parametrize('index', range(3))
+@pytest.mark.parametrize('index', range(4))
 def test_readme_quickstart_runs_as_written(index, tmp_path):
     "Each Python example of the README, run by a fresh interpreter in an empty folder, as a user would."
     section = (ROOT / 'README.md').read_text().split('### The library in your own code')[1].split('\n## ')[0]
     blocks = python_blocks(section)
-    assert len(blocks) == 3, f"the quickstart has {len(blocks)} Python examples; update this test's range"
+    assert len(blocks) == 4, f"the quickstart has {len(blocks)} Python examples; update this test's range"
     env = {**os.environ, 'OMP_NUM_THREADS': '2'}
     out = subprocess.run([sys.executable, '-c', blocks[index]], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=600)

@@ -445,7 +445,7 @@ def test_load_refuses_every_bad_file_naming_it(tmp_path):
         (write('tensor.pt', torch.zeros(3)), 'not a TicketSearch file: it holds a Tensor'),
         (write('trainer.pt', {'model': {}, 'step': 3}), 'not a TicketSearch file: it holds a dict'),
         (write('clip.pt', {**saved, 'format': 'CLIP'}), "not a TicketSearch file: it holds a 'CLIP'"),
-        (write('newer.pt', {**saved, 'version': 3}), 'TicketSearch file of version 3; this'),
+        (write('newer.pt', {**saved, 'version': 4}), 'TicketSearch file of version 4; this'),
         (write('bool_version.pt', {**saved, 'version': True}), 'TicketSearch file of version True'),  # True == 1
         (write('nan_weights.pt', {**saved, 'state': {k: v * math.nan if v.is_floating_point() else v
                                                      for k, v in saved['state'].items()}}),
@@ -924,3 +924,31 @@ def test_fine_tune_refuses_what_is_not_a_pretrained_model():
     for model in (T.TextEncoder(n_buckets=64, dim=4, hidden=4, out_dim=4), torch.nn.Linear(2, 2)):
         with pytest.raises(TypeError, match='model must be a model from load_pretrained'):
             T.fine_tune(model, ['a', 'b'], torch.tensor([0, 0]), torch.tensor([[0, 1]]))
+
+
+def test_ticket_search_on_the_pretrained_model_saves_its_record_not_its_weights(minilm_cache, tmp_path):
+    "Untouched: the file names the release (hashes, no weights) and loads the same ranking; tuned: weights saved."
+    from contrastive_nb.pretrained import load_pretrained
+    texts = ['charged twice this month', 'the app crashes at start', 'cancel my plan', 'reset my password']
+    search = T.TicketSearch(load_pretrained(minilm_cache, 'cpu')).fit(texts)
+    hits = search.search('I was billed two times', k=2)
+    assert hits['index'].tolist()[0] == 0 and hits.score.is_monotonic_decreasing
+    path = search.save(tmp_path / 'minilm.pt')
+    saved = torch.load(path, weights_only=True)
+    assert saved['version'] == 3 and saved['pretrained']['state'] is None and path.stat().st_size < 100_000
+    again = T.TicketSearch.load(path)
+    assert torch.allclose(again.embeddings, search.embeddings, atol=1e-5)
+    model, _ = tuned(minilm_cache, epochs=1)
+    tuned_search = T.TicketSearch(model, hybrid=True).fit(texts)
+    path = tuned_search.save(tmp_path / 'tuned.pt')
+    back = T.TicketSearch.load(path)
+    assert back.hybrid and torch.allclose(back.embeddings, tuned_search.embeddings, atol=1e-5)
+    assert not torch.allclose(back.embeddings, search.embeddings, atol=1e-4)  # the tuned weights, not the release's
+    torch.save(saved | {'pretrained': saved['pretrained'] | {'files': {}}}, tmp_path / 'other.pt')
+    with pytest.raises(CheckpointError, match=r'other\.pt: the record names'):
+        T.TicketSearch.load(tmp_path / 'other.pt')
+
+
+def test_ticket_search_refuses_what_is_not_an_encoder():
+    with pytest.raises(TypeError, match='encoder must be a TextEncoder or a model from load_pretrained'):
+        T.TicketSearch(torch.nn.Linear(2, 2))
