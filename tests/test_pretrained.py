@@ -189,3 +189,34 @@ def test_a_record_of_another_network_is_refused(cache):
         pretrained.load_record(record, cache, 'cpu')
     with pytest.raises(TypeError, match='model must be a model from load_pretrained'):
         pretrained.pretrained_record(torch.nn.Linear(2, 2))
+
+
+def test_without_the_extra_the_package_works_and_the_loader_says_what_to_install():
+    "As after `pip install .` without [pretrained]: the Hugging Face libraries cannot be imported at all."
+    code = ("import sys\n"
+            "for m in ('sentence_transformers', 'transformers', 'tokenizers', 'huggingface_hub'): sys.modules[m] = None\n"
+            "import torch, contrastive_nb\n"
+            "from contrastive_nb import TicketSearch, TextEncoder\n"
+            "from contrastive_nb.pretrained import load_pretrained\n"
+            "torch.manual_seed(0)\n"
+            "s = TicketSearch(TextEncoder(n_buckets=64, dim=8, hidden=8, out_dim=8)).fit(['a b', 'c d', 'e f'])\n"
+            "print(len(s.search('a b', k=2)))\n"
+            "try: load_pretrained(sys.argv[1], 'cpu')\n"
+            "except ModuleNotFoundError as e: print(e)\n")
+    import tempfile
+    with tempfile.TemporaryDirectory() as cache:
+        out = subprocess.run([sys.executable, '-W', 'ignore', '-c', code, cache], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == '2' and "pip install 'contrastive-nb[pretrained]'" in lines[-1], out.stdout
+
+
+@pytest.mark.parametrize('xdg', [True, False])
+def test_the_default_cache_is_under_the_users_cache_folder(tmp_path, monkeypatch, xdg):
+    "No cache given: $XDG_CACHE_HOME/contrastive_nb, else ~/.cache/contrastive_nb."
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    if xdg: monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'xdg'))
+    else: monkeypatch.delenv('XDG_CACHE_HOME', raising=False)
+    load_pretrained(device='cpu')
+    root = tmp_path / 'xdg' if xdg else tmp_path / 'home' / '.cache'
+    assert (root / 'contrastive_nb' / 'all-MiniLM-L6-v2' / 'model.safetensors').is_file()
