@@ -194,7 +194,8 @@ def test_a_record_of_another_network_is_refused(cache):
 def test_without_the_extra_the_package_works_and_the_loader_says_what_to_install():
     "As after `pip install .` without [pretrained]: the Hugging Face libraries cannot be imported at all."
     code = ("import sys\n"
-            "for m in ('sentence_transformers', 'transformers', 'tokenizers', 'huggingface_hub'): sys.modules[m] = None\n"
+            "for m in ('sentence_transformers', 'transformers', 'tokenizers', 'huggingface_hub'):\n"
+            "    sys.modules[m] = None  # import m raises ImportError\n"
             "import torch, contrastive_nb\n"
             "from contrastive_nb import TicketSearch, TextEncoder\n"
             "from contrastive_nb.pretrained import load_pretrained\n"
