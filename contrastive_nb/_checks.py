@@ -22,7 +22,8 @@ from torch import Tensor, nn
 # %% auto #0
 __all__ = ['INT64_MAX', 'SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability',
            'check_range', 'check_temperature', 'check_choice', 'check_bool', 'check_tensor', 'check_indices',
-           'check_ids', 'check_generator', 'check_rng', 'check_module', 'check_frame', 'check_path', 'zip_damage']
+           'check_ids', 'check_generator', 'check_rng', 'check_type', 'check_module', 'check_frame', 'check_path',
+           'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
 INT64_MAX = 2 ** 63 - 1  # torch's integers: a count past it fails deep inside torch
@@ -256,14 +257,24 @@ def check_rng(
                     f"got {type(rng).__name__}")
 
 # %% ../nbs/checks.ipynb #baa7d6f1
+def check_type(
+    value, # the argument to check
+    name: str, # its name, for the message
+    kind: type | tuple[type, ...], # the type (or types) it must be an instance of
+    what: str = '', # how the message names `kind` (default: "a <kind's name>")
+):
+    "`value` if it is an instance of `kind`, else a TypeError naming it and what it got."
+    if not isinstance(value, kind):
+        if not what: what = f"{'an' if kind.__name__[0] in 'AEIOU' else 'a'} {kind.__name__}"
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return value
+
 def check_module(
     value, # the argument to check
     name: str, # its name, for the message
 ) -> nn.Module: # `value` itself
     "`value` if it is a `torch.nn.Module`, else a TypeError naming it."
-    if not isinstance(value, nn.Module):
-        raise TypeError(f"{name} must be a torch.nn.Module, got {type(value).__name__}")
-    return value
+    return check_type(value, name, nn.Module, 'a torch.nn.Module')
 
 def check_frame(
     value, # the argument to check
