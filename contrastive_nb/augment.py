@@ -17,8 +17,9 @@ from torch import Tensor
 from torchvision.transforms import v2
 
 from ._checks import (check_generator, check_int, check_number, check_positive_int,
-                                    check_probability, check_range, check_tensor, check_bool)
-from .data import as_float_images
+                                    check_probability, check_range, check_tensor, check_bool,
+                                    check_type)
+from .data import _uniform, as_float_images
 
 # %% auto #0
 __all__ = ['Interval', 'AugmentationPolicy', 'simclr_transform', 'sample_crop_boxes', 'check_image_batch', 'resized_crop',
@@ -66,16 +67,14 @@ class AugmentationPolicy:
     @property
     def blur_kernel(self) -> int:
         "Odd blur kernel width, about a tenth of the image as in SimCLR, at least 3."
-        k = max(3, self.size // 10)
-        return k if k % 2 else k + 1
+        return max(3, self.size // 10) | 1  # an even width becomes the next odd one
 
 # %% ../nbs/augment.ipynb #c12f1f81
 def simclr_transform(
     policy: AugmentationPolicy = AugmentationPolicy(), # what to draw
 ) -> v2.Compose: # one (C, H, W) float image in, one random view out
     "The policy as a torchvision v2 pipeline, for a data set's per-sample transform."
-    if not isinstance(policy, AugmentationPolicy):
-        raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
+    check_type(policy, 'policy', AugmentationPolicy)
     p, s = policy, policy.jitter_strength
     return v2.Compose([
         v2.RandomResizedCrop(p.size, scale=p.scale, ratio=p.ratio, antialias=True),
@@ -86,10 +85,6 @@ def simclr_transform(
     ])
 
 # %% ../nbs/augment.ipynb #ea2a12f6
-def _uniform(shape, low: float, high: float, generator: torch.Generator | None) -> Tensor:
-    "Uniform draws in [low, high) from `generator` (on the CPU)."
-    return low + (high - low) * torch.rand(shape, generator=generator)
-
 def sample_crop_boxes(
     n: int, # number of boxes
     scale: tuple[float, float] = (0.08, 1.0), # range of a box's area, a fraction of the image's
@@ -310,8 +305,7 @@ def augment_batch(
     "One random view of every image of a batch, each with its own crop, flip, colour and blur."
     check_bool(check_values, 'check_values')
     images = check_image_batch(images, check_values=check_values)
-    if not isinstance(policy, AugmentationPolicy):
-        raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
+    check_type(policy, 'policy', AugmentationPolicy)
     n, s, device = len(images), policy.jitter_strength, images.device
     boxes = sample_crop_boxes(n, policy.scale, policy.ratio, generator)  # checks the generator
     flip = torch.rand(n, generator=generator) < policy.flip_p

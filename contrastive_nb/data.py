@@ -25,7 +25,8 @@ from torch.utils.data import Dataset
 
 from ._checks import (check_bool, check_choice, check_frame, check_generator,
                                     check_ids, check_indices, check_int, check_number, check_path,
-                                    check_positive_int, check_range, check_seed, check_tensor)
+                                    check_positive_int, check_range, check_seed, check_tensor,
+                                    check_type)
 
 # %% auto #0
 __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'FASHION_MNIST_CLASSES',
@@ -198,8 +199,7 @@ def inside_shape(
     v: Tensor, # vertical coordinate in the object's frame, pointing up; same shape as `u`
 ) -> Tensor: # boolean, True where (u, v) lies inside the silhouette
     "Whether each point (u, v) lies inside the silhouette `name`."
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    check_type(name, 'name', str, 'a string')
     check_tensor(u, 'u', dtype='float', finite=True)
     check_tensor(v, 'v', dtype='float', finite=True)
     if u.shape != v.shape:
@@ -356,9 +356,9 @@ def show_grid(
     return fig
 
 # %% ../nbs/00_data.ipynb #3c5a31d2
-def _uniform(n: int, low, high, generator: torch.Generator) -> Tensor:
-    "n uniform draws in [low, high) (numbers or (n,) tensors)."
-    return low + (high - low) * torch.rand(n, generator=generator)
+def _uniform(shape, low, high, generator: torch.Generator | None) -> Tensor:
+    "Uniform draws of that shape in [low, high) (numbers or tensors) from a CPU generator."
+    return low + (high - low) * torch.rand(shape, generator=generator)
 
 def _bounce(start: Tensor, travel: Tensor, low: Tensor, high: Tensor) -> Tensor:
     "Position after moving `travel` from `start` between walls at `low` and `high` (reflecting)."
@@ -421,8 +421,7 @@ def tickets_path() -> Path:
     "Where the support-ticket CSV lives: in the installed package, else in a checkout's `data/`."
     from importlib.resources import files
     try: return Path(str(files('contrastive_nb.course_data') / 'tickets.csv'))
-    # A source checkout run from its root imports the package folder, without the mapped
-    # sub-package.
+    # A checkout run from its root imports the package folder, without the mapped sub-package.
     except ModuleNotFoundError:
         import contrastive_nb
         return Path(contrastive_nb.__file__).resolve().parent.parent / 'data' / 'tickets.csv'
@@ -482,30 +481,33 @@ def default_data_root() -> Path:
 
 def _root(root) -> Path:
     "`root` as a Path (default: `default_data_root()`), or a TypeError naming it."
-    if root is None: return default_data_root()
-    return check_path(root, 'root')
+    return default_data_root() if root is None else check_path(root, 'root')
 
 def _flag(value, name: str) -> bool:
     "A real bool: 'no' or 0.5 would otherwise pass as True (load the training set, download)."
     return check_bool(bool(value) if isinstance(value, np.bool_) else value, name)
 
 def _fetch_or_explain(name: str, folder: Path, download: bool, url: str, dataset: str,
-                      **options) -> None:
-    "Make sure `folder` exists: download it with torchvision's `dataset` if allowed, else explain."
-    if folder.exists(): return
-    if not download:
+                      needs: list[str], **options) -> None:
+    "Make sure `folder` holds the files `needs`: download with torchvision's `dataset`, or explain."
+    if not folder.exists() and not download:
         raise DatasetNotFoundError(
             f"{name} was not found in {folder}. Nothing is downloaded by default. Either call "
             f"again with download=True (needs internet access), or download the archive from {url} "
             f"yourself and extract it into {folder.parent} (or set CONTRASTIVE_NB_DATA to the "
             "folder that holds it).")
-    try:
-        import torchvision.datasets
-        getattr(torchvision.datasets, dataset)(str(folder.parent), download=True, **options)
-    except Exception as e:
-        raise DatasetNotFoundError(f"Downloading {name} into {folder.parent} failed ({e}). "
-                                   f"Download the archive from {url} yourself and extract it "
-                                   "there.") from e
+    if not folder.exists():
+        try:
+            import torchvision.datasets
+            getattr(torchvision.datasets, dataset)(str(folder.parent), download=True, **options)
+        except Exception as e:
+            raise DatasetNotFoundError(f"Downloading {name} into {folder.parent} failed ({e}). "
+                                       f"Download the archive from {url} yourself and extract "
+                                       "it there.") from e
+    missing = [n for n in needs if not (folder / n).exists()]
+    if missing:
+        raise DatasetNotFoundError(f"{name} in {folder} is incomplete: {missing} missing. "
+                                   f"Get it from {url}.")
 
 # %% ../nbs/00_data.ipynb #72135508
 CIFAR10_CLASSES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship',
@@ -526,12 +528,8 @@ def load_cifar10(
     root, train = _root(root), _flag(train, 'train')
     download = _flag(download, 'download')
     folder = root / 'cifar-10-batches-py'
-    _fetch_or_explain('CIFAR-10', folder, download, _CIFAR_URL, 'CIFAR10', train=train)
     names = [f'data_batch_{i}' for i in range(1, 6)] if train else ['test_batch']
-    missing = [n for n in names if not (folder / n).exists()]
-    if missing:
-        raise DatasetNotFoundError(f"CIFAR-10 in {folder} is incomplete: {missing} missing. "
-                                   f"Get it from {_CIFAR_URL}.")
+    _fetch_or_explain('CIFAR-10', folder, download, _CIFAR_URL, 'CIFAR10', names, train=train)
     batches = [_unpickle(folder / n) for n in names]
     data = np.concatenate([np.asarray(b['data'], dtype=np.uint8) for b in batches])
     labels = np.concatenate([np.asarray(b['labels'], dtype=np.int64) for b in batches])
@@ -555,11 +553,8 @@ def load_stl10(
     check_choice(split, 'split', ('train', 'test', 'unlabeled'))
     root, download = _root(root), _flag(download, 'download')
     folder = root / 'stl10_binary'
-    _fetch_or_explain('STL-10', folder, download, _STL_URL, 'STL10', split=split)
     x_path = folder / f'{split}_X.bin'
-    if not x_path.exists():
-        raise DatasetNotFoundError(f"STL-10 in {folder} lacks {x_path.name}. "
-                                   f"Get it from {_STL_URL}.")
+    _fetch_or_explain('STL-10', folder, download, _STL_URL, 'STL10', [x_path.name], split=split)
     # Each image is stored channel by channel, each channel column-major: transpose H and W back.
     images = np.fromfile(x_path, dtype=np.uint8).reshape(-1, 3, 96, 96).transpose(0, 1, 3, 2)
     if split == 'unlabeled': labels = np.full(len(images), -1, dtype=np.int64)
@@ -574,9 +569,8 @@ def load_stl10(
 def _fixture(root, seed, name: str = '') -> tuple[Path, np.random.Generator]:
     "A fixture's folder `root / name`, created, and a generator seeded with `seed`."
     rng = np.random.default_rng(check_seed(seed))
-    # No default root, so that a fixture never lands among the real downloads.
-    if root is None: raise TypeError("root must be a str or a Path, got None (no default here)")
-    folder = _root(root) / name
+    # Not _root: no default root, so that a fixture never lands among the real downloads.
+    folder = check_path(root, 'root') / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder, rng
 
@@ -619,22 +613,18 @@ class DatasetFormatError(ValueError):
 
 _IDX_UBYTE = 0x08  # IDX's type code for unsigned bytes
 
-def _idx_bytes(path: Path) -> bytes:
-    "The file's bytes, decompressed when they start with gzip's magic number."
-    if not path.is_file(): raise DatasetNotFoundError(f"{path} is not a file")
-    data = path.read_bytes()
-    if data[:2] != b'\x1f\x8b': return data
-    try: return gzip.decompress(data)
-    except (EOFError, OSError, zlib.error) as e:  # cut short, or damaged inside
-        raise DatasetFormatError(f"{path} is a damaged gzip file ({e}); get it again") from None
-
 def read_idx(
     path: str | Path, # an IDX file of unsigned bytes, gzipped or not
     ndim: int, # the dimensions it must have: 1 for labels, 3 for images
 ) -> np.ndarray: # uint8, of the sizes in the header
     "An IDX file (MNIST's format) as a uint8 array, its header checked against its contents."
     path, ndim = check_path(path, 'path'), check_positive_int(ndim, 'ndim')
-    data = _idx_bytes(path)
+    if not path.is_file(): raise DatasetNotFoundError(f"{path} is not a file")
+    data = path.read_bytes()
+    if data[:2] == b'\x1f\x8b':  # gzip's magic number: decompress
+        try: data = gzip.decompress(data)
+        except (EOFError, OSError, zlib.error) as e:  # cut short, or damaged inside
+            raise DatasetFormatError(f"{path} is a damaged gzip file ({e}); get it again") from None
     if len(data) < 4 or data[:3] != bytes([0, 0, _IDX_UBYTE]):
         raise DatasetFormatError(f"{path} is not an IDX file of unsigned bytes: its magic number "
                                  f"is {data[:4].hex() or 'missing'}, expected {0x800 + ndim:08x}")

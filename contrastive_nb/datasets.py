@@ -16,7 +16,8 @@ try: import tomllib  # the standard library's, from Python 3.11
 except ModuleNotFoundError: import tomli as tomllib  # Python 3.10: a dependency there
 import torch
 
-from ._checks import check_bool, check_choice, check_path, check_positive_int
+from ._checks import (check_bool, check_choice, check_path, check_positive_int,
+                                    check_type)
 from .data import (ImageDataset, load_cifar10, load_digits, load_fashion_mnist,
                                  load_stl10, make_shapes)
 from .methods import BUILTIN_METHODS
@@ -50,8 +51,7 @@ def three_channels(
     ds: ImageDataset, # images with one channel or three
 ) -> ImageDataset: # the same images on three channels
     "Grey images repeated on three channels, as the augmentations expect."
-    if not isinstance(ds, ImageDataset):
-        raise TypeError(f"ds must be an ImageDataset, got {type(ds).__name__}")
+    check_type(ds, 'ds', ImageDataset)
     if ds.images.shape[1] == 3: return ds
     return ImageDataset(ds.images.expand(-1, 3, -1, -1).contiguous(), ds.labels, ds.classes,
                         name=ds.name)
@@ -70,21 +70,17 @@ def _digits(c) -> tuple[ImageDataset, ImageDataset]:
     test, train = ds.subset(order[:360]), ds.subset(order[360:])
     return _first(train, c.n_train), _first(test, c.n_test)
 
-def _cifar10(c) -> tuple[ImageDataset, ImageDataset]:
-    return (_first(load_cifar10(c.data_root, train=True), c.n_train),
-            _first(load_cifar10(c.data_root, train=False), c.n_test))
+def _files(load: Callable, train, test) -> Callable:
+    "The loader of a benchmark read from files: `load(root, train)` and `load(root, test)`."
+    def loader(c) -> tuple[ImageDataset, ImageDataset]:
+        root = c.data_root or None  # None: the loader's default (Debian's, for Fashion-MNIST)
+        return _first(load(root, train), c.n_train), _first(load(root, test), c.n_test)
+    return loader
 
-def _stl10(c) -> tuple[ImageDataset, ImageDataset]:
-    return (_first(load_stl10(c.data_root, 'train'), c.n_train),
-            _first(load_stl10(c.data_root, 'test'), c.n_test))
-
-def _fashion_mnist(c) -> tuple[ImageDataset, ImageDataset]:
-    root = c.data_root or None  # None: where Debian's dataset-fashion-mnist puts it
-    return (_first(load_fashion_mnist(root, train=True), c.n_train),
-            _first(load_fashion_mnist(root, train=False), c.n_test))
-
-for _name, _loader in (('shapes', _shapes), ('digits', _digits), ('fashion_mnist', _fashion_mnist),
-                       ('cifar10', _cifar10), ('stl10', _stl10)):
+for _name, _loader in (('shapes', _shapes), ('digits', _digits),
+                       ('fashion_mnist', _files(load_fashion_mnist, True, False)),
+                       ('cifar10', _files(load_cifar10, True, False)),
+                       ('stl10', _files(load_stl10, 'train', 'test'))):
     register_dataset(_name, _loader)
 
 # %% ../nbs/datasets.ipynb #b51518f9
@@ -95,17 +91,12 @@ def check_splits(
     batch_size: int, # sources per step: the training split holds at least one batch
 ) -> dict[str, ImageDataset]: # the three splits, on three channels
     "A run's own splits, checked at the door: grey images on three channels, as the loaders give."
-    if not isinstance(datasets, dict):
-        raise TypeError("datasets must be a dict of ImageDatasets, as load_datasets returns, got "
-                        f"{type(datasets).__name__}")
+    check_type(datasets, 'datasets', dict, 'a dict of ImageDatasets, as load_datasets returns')
     missing = [k for k in SPLITS if k not in datasets]
     if missing:
         raise ValueError(f"datasets lacks the split(s) {missing}: it needs 'train', 'val' and "
                          "'test' (an empty one is allowed: ds.subset(slice(0, 0)))")
-    for k in SPLITS:
-        if not isinstance(datasets[k], ImageDataset):
-            raise TypeError(f"datasets[{k!r}] must be an ImageDataset, got "
-                            f"{type(datasets[k]).__name__}")
+    for k in SPLITS: check_type(datasets[k], f"datasets[{k!r}]", ImageDataset)
     if len(datasets['train']) < check_positive_int(batch_size, 'batch_size'):
         raise ValueError(f"datasets['train'] holds {len(datasets['train'])} images: fewer than "
                          f"one batch (batch_size = {batch_size})")  # no full batch: no step

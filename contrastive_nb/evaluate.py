@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import (check_indices, check_number, check_positive_int, check_seed,
-                                    check_temperature, check_tensor, check_bool, check_module)
+                                    check_temperature, check_tensor, check_bool, check_module,
+                                    check_type)
 from .similarity import l2_normalize
 
 # %% auto #0
@@ -27,9 +28,7 @@ __all__ = ['embed', 'knn_predict', 'knn_accuracy', 'linear_probe', 'first_releva
 def _device(device, default: torch.device) -> torch.device:
     "`device` as a torch.device (default when None), or a clear error."
     if device is None: return default
-    if not isinstance(device, (str, torch.device)):
-        kind = type(device).__name__
-        raise TypeError(f"device must be a string like 'cpu' or a torch.device, got {kind}")
+    check_type(device, 'device', (str, torch.device), "a string like 'cpu' or a torch.device")
     try: device = torch.device(device)
     except RuntimeError as e: raise ValueError(f"device {device!r} is not a device: {e}") from None
     if device.type == 'cuda':  # checked here, not by a driver error deep inside the first copy
@@ -46,11 +45,6 @@ def _device(device, default: torch.device) -> torch.device:
             why = str(e).splitlines()[0][:120]  # torch's first line; the rest lists backends
             raise ValueError(f"device '{device}' is not available: {why}") from None
     return device
-
-def _as_model_input(batch: Tensor, dtype: torch.dtype) -> Tensor:
-    "uint8 pixels scaled to [0, 1]; floating inputs cast to the model's dtype."
-    if batch.dtype == torch.uint8: return batch.to(dtype).div_(255)
-    return batch.to(dtype)
 
 # %% ../nbs/evaluate.ipynb #a73a6b53
 def embed(
@@ -79,7 +73,8 @@ def embed(
         features = []
         with torch.no_grad():
             for batch in images.split(batch_size):
-                out = model(_as_model_input(batch.to(device), dtype))
+                x = batch.to(device, dtype)
+                out = model(x.div_(255) if batch.dtype == torch.uint8 else x)  # pixels to [0, 1]
                 if not isinstance(out, Tensor) or out.ndim < 2 or len(out) != len(batch):
                     got = getattr(out, 'shape', type(out).__name__)
                     raise ValueError(f"the model must return a (batch, ...) tensor, got {got}")
@@ -252,8 +247,7 @@ def linear_probe(
     y, y_test = torch.searchsorted(classes, y), torch.searchsorted(classes, y_test)
     # skip_init: no random initialisation (the global random state is untouched); start at 0.
     probe = nn.utils.skip_init(nn.Linear, x.shape[1], len(classes), device=device)
-    nn.init.zeros_(probe.weight)
-    nn.init.zeros_(probe.bias)
+    for p in probe.parameters(): nn.init.zeros_(p)
     optimizer = torch.optim.Adam(probe.parameters(), lr=lr, weight_decay=weight_decay)
     order = torch.Generator().manual_seed(seed)
     with torch.enable_grad():  # the probe trains even when called inside torch.no_grad()
@@ -281,6 +275,19 @@ def _check_scores(scores) -> Tensor:
                          "rank among; give at least one key (document) per query")
     return scores
 
+def _check_relevance(values, scores: Tensor, name: str,
+                     lonely: str = "has nothing relevant (no positive value): query {i}'s nDCG and "
+                                   "AP are undefined; drop such queries first") -> Tensor:
+    "`values` (a (Q, N) tensor) if it has the shape of `scores` and a relevant item in every row."
+    if values.shape != scores.shape:
+        raise ValueError(f"{name} must have the shape of scores, {tuple(scores.shape)}, "
+                         f"got {tuple(values.shape)}")
+    empty = ~(values > 0).any(1) if len(values) else torch.zeros(0, dtype=torch.bool)
+    if empty.any():
+        i = int(empty.nonzero()[0])
+        raise ValueError(f"{name}[{i}] " + lonely.format(i=i))
+    return values.to(scores.device)
+
 def first_relevant_rank(
     scores: Tensor, # (Q, N) every query's score for every document; higher ranks first
     relevant: Tensor, # (Q, N) bool: True where document j is relevant to query i; >= 1 per row
@@ -291,16 +298,9 @@ def first_relevant_rank(
     if relevant.dtype != torch.bool:
         raise TypeError(f"relevant must be a boolean mask, got {relevant.dtype}; build one with a "
                         "comparison, e.g. query_ids[:, None] == key_ids[None, :]")
-    if relevant.shape != scores.shape:
-        raise ValueError(f"relevant must have the shape of scores, {tuple(scores.shape)}, "
-                         f"got {tuple(relevant.shape)}")
-    relevant = relevant.to(scores.device)
+    relevant = _check_relevance(relevant, scores, 'relevant', "is all False: query {i} has no "
+                                "relevant document, so its rank is undefined")
     if len(scores) == 0: return torch.zeros(0, dtype=torch.long, device=scores.device)
-    lonely = ~relevant.any(1)
-    if lonely.any():
-        i = int(lonely.nonzero()[0])
-        raise ValueError(f"relevant[{i}] is all False: query {i} has no relevant document, so its "
-                         "rank is undefined")
     low = -torch.inf if scores.is_floating_point() else torch.iinfo(scores.dtype).min
     best = scores.masked_fill(~relevant, low).amax(1, keepdim=True)  # (Q, 1) best relevant score
     # Ties count against the query: an irrelevant document scoring the same ranks first.
@@ -342,18 +342,6 @@ def ranking_metrics(
     return out
 
 # %% ../nbs/evaluate.ipynb #4ea6223a
-def _check_relevance(values, scores: Tensor, name: str) -> Tensor:
-    "`values` (a (Q, N) tensor) if it has the shape of `scores` and a relevant item in every row."
-    if values.shape != scores.shape:
-        raise ValueError(f"{name} must have the shape of scores, {tuple(scores.shape)}, "
-                         f"got {tuple(values.shape)}")
-    lonely = ~(values > 0).any(1) if len(values) else torch.zeros(0, dtype=torch.bool)
-    if lonely.any():
-        i = int(lonely.nonzero()[0])
-        raise ValueError(f"{name}[{i}] has nothing relevant (no positive value): query {i}'s "
-                         "nDCG and AP are undefined; drop such queries first")
-    return values.to(scores.device)
-
 def _pessimistic_order(
     scores: Tensor, # (Q, N) every query's score for every document; higher ranks first
     gains: Tensor, # (Q, N) relevance of each document (bool or numbers); ties put low gains first

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import check_number, check_positive_int
+from ._checks import check_number, check_positive_int, check_type
 
 # %% auto #0
 __all__ = ['describe', 'compare', 'check']
@@ -90,9 +90,6 @@ def compare(
             f"got {g[idx].item():.6g}, expected {w[idx].item():.6g}")
 
 # %% ../nbs/selfcheck.ipynb #3800c2f9
-def _hinted(message: str, hint: str) -> str:
-    return message + (f"\n  hint: {hint}" if hint else '')
-
 def check(
     yours: Callable, # the learner's function
     reference: Callable, # the expected answer, called with the same arguments
@@ -108,8 +105,8 @@ def check(
     trials = check_positive_int(trials, 'trials')  # zero trials would be a check that cannot fail
     atol = check_number(atol, 'atol', low=0.0)
     rtol = check_number(rtol, 'rtol', low=0.0)
-    if not isinstance(hint, str):
-        raise TypeError(f"hint must be a string, got {type(hint).__name__}")
+    check_type(hint, 'hint', str, 'a string')
+    hint = f"\n  hint: {hint}" if hint else ''  # the line shown under a mismatch
     for seed in range(trials):
         args = make_inputs(seed)
         if not isinstance(args, (tuple, list)):
@@ -124,11 +121,11 @@ def check(
                   "then run this cell again.")
             return False
         except Exception as e:
-            print(_hinted(f"✗ {where}: your function raised {type(e).__name__}: {e}", hint))
+            print(f"✗ {where}: your function raised {type(e).__name__}: {e}{hint}")
             return False
         why = compare(got, reference(*map(_copy, args)), atol, rtol)
         if why:
-            print(_hinted(f"✗ {where}: {why}", hint))
+            print(f"✗ {where}: {why}{hint}")
             return False
     print(f"✓ matches the reference on {trials} fresh inputs.")
     return True
