@@ -22,7 +22,7 @@ from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
 from .moco import output_dim
 from .infonce import (check_loss_options, nt_xent_inputs, reduce_loss, unit_rows,
                                     floor_at_zero)
-from .pairs import pair_masks
+from .pairs import instance_ids, pair_masks
 
 # %% auto #0
 __all__ = ['FN_MODES', 'SUPCON_VARIANTS', 'FLAGS', 'debiased_nt_xent', 'hcl_loss', 'clamped_anchors', 'decoupled_nt_xent',
@@ -37,10 +37,8 @@ def _views(z1, z2, temperature, reduction) -> tuple[Tensor, Tensor, Tensor, floa
     logits = z @ z.T / t                                    # (2N, 2N) cosine / τ
     rows = torch.arange(len(z), device=z.device)
     partner = rows.roll(len(z) // 2)                        # view i's partner sits N rows away
-    not_negative = rows[:, None] == rows[None, :]           # the view itself ...
-    not_negative[rows, partner] = True                      # ... and its positive
-    negatives = logits[~not_negative].view(len(z), len(z) - 2)
-    return logits, logits[rows, partner], negatives, t
+    negative = pair_masks(instance_ids(len(z) // 2).to(z.device))[1]  # neither itself nor partner
+    return logits, logits[rows, partner], logits[negative].view(len(z), len(z) - 2), t
 
 def _check_tau_plus(tau_plus) -> float:
     "τ⁺, the class prior, in [0, 1): at 1 every negative would be a false one."
@@ -144,17 +142,6 @@ def detect_false_negatives(
 # %% ../nbs/08_debiased.ipynb #49323093
 FN_MODES = ('eliminate', 'attract')
 
-def _source_mask(mask, n: int, name: str) -> Tensor:
-    "An (n, n) boolean matrix over sources, or an error naming `name`."
-    check_tensor(mask, name, ndim=2)
-    if mask.dtype != torch.bool:
-        raise TypeError(f"{name} must be a boolean (N, N) matrix, got {mask.dtype}; from labels: "
-                        "labels[:, None] == labels[None, :]")
-    if mask.shape != (n, n):
-        raise ValueError(f"{name} must have shape ({n}, {n}) for {n} sources, "
-                         f"got {tuple(mask.shape)}")
-    return mask
-
 def _multi_positive(
     logits: Tensor, # (A, M) logits of A anchors against M candidates
     positives: Tensor, # (A, M) bool, at least one True per row
@@ -181,7 +168,14 @@ def false_negative_loss(
     check_choice(mode, 'mode', FN_MODES)
     logits, pos, _, _ = _views(z1, z2, temperature, reduction)
     n2 = len(logits)
-    flagged = _source_mask(false_negatives, n2 // 2, 'false_negatives').to(logits.device)
+    check_tensor(false_negatives, 'false_negatives', ndim=2)
+    if false_negatives.dtype != torch.bool:
+        raise TypeError(f"false_negatives must be a boolean (N, N) matrix, got "
+                        f"{false_negatives.dtype}; from labels: labels[:, None] == labels[None, :]")
+    if false_negatives.shape != (n2 // 2, n2 // 2):
+        raise ValueError(f"false_negatives must have shape ({n2 // 2}, {n2 // 2}) for {n2 // 2} "
+                         f"sources, got {tuple(false_negatives.shape)}")
+    flagged = false_negatives.to(logits.device)
     rows = torch.arange(n2, device=logits.device)
     partner = rows.roll(n2 // 2)
     itself = rows[:, None] == rows[None, :]

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from ._checks import (check_bool, check_generator, check_indices, check_int,
                                     check_number, check_positive_int, check_probability,
-                                    check_temperature, check_tensor)
+                                    check_temperature, check_tensor, check_type)
 from .infonce import (check_two_views, info_nce_inputs, nt_xent_inputs, reduce_loss,
                                     floor_at_zero, info_nce)
 from .methods import Batch, MethodOptions, MethodSetup, TwoViewMethod, register_method
@@ -171,8 +171,7 @@ def in_batch_negatives(
     for name, z in (('z1', z1), ('z2', z2)):
         check_tensor(z, name, ndim=2, dtype='float', nonempty=True, finite=True)
     check_two_views(z1, z2)
-    dtype = torch.promote_types(z1.dtype, z2.dtype)
-    z = torch.cat([z1.to(dtype), z2.to(dtype)])                        # (2N, D)
+    z = torch.cat([z1, z2])                                            # (2N, D), promoted dtype
     n = len(z1)
     negative = pair_masks(instance_ids(n).to(z.device))[1]            # (2N, 2N)
     columns = negative.nonzero()[:, 1].view(2 * n, 2 * n - 2)          # each row's negatives
@@ -385,8 +384,7 @@ class CrossBatchMemory(TwoViewMethod):
                  options: CrossBatchMemoryOptions | None = None, # its settings (None: defaults)
                  setup: MethodSetup | None = None, # the run: its seed seeds the memory
                 ):
-        if setup is not None and not isinstance(setup, MethodSetup):
-            raise TypeError(f"setup must be a MethodSetup or None, got {type(setup).__name__}")
+        check_type(setup, 'setup', (MethodSetup, type(None)), 'a MethodSetup or None')
         super().__init__(encoder, head, options, setup)
         seed = 0 if setup is None else setup.seed
         self.memory = MoCoQueue(self.options.memory_size, output_dim(head), seed)

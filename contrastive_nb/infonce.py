@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from ._checks import (check_choice, check_int, check_number, check_positive_int,
-                                    check_seed, check_temperature, check_tensor)
+                                    check_seed, check_temperature, check_tensor, check_type)
 from .augment import AugmentationPolicy, augment_batch
 from .loop import History, ImageBatches, Loop, OnStep, Progress
 from .methods import (Batch, ContrastiveMethod, MethodOptions, TwoViewMethod,
@@ -131,9 +131,8 @@ def nt_xent_inputs(
     u1 = unit_rows(z1, 'z1', check_values=check_values)
     u2 = unit_rows(z2, 'z2', check_values=check_values)
     check_two_views(u1, u2)
-    dtype = torch.promote_types(u1.dtype, u2.dtype)
     t, max_logit = check_loss_options(temperature, reduction, chunk_size)
-    return torch.cat([u1.to(dtype), u2.to(dtype)]), t, max_logit
+    return torch.cat([u1, u2]), t, max_logit  # cat promotes both to the wider dtype
 
 # %% ../nbs/03_infonce.ipynb #a0c0c12e
 def info_nce(
@@ -235,8 +234,7 @@ class _ChunkedRowLogSumExp(torch.autograd.Function):
             exp, shift = _exponentials(rows, b, start, skip_diagonal, shift_free, block)
             torch.add(exp.sum(1).log_(), shift, out=lse[start:start + chunk_size])
         ctx.save_for_backward(a, b, lse)
-        ctx.skip_diagonal = skip_diagonal
-        ctx.chunk_size = chunk_size
+        ctx.skip_diagonal, ctx.chunk_size = skip_diagonal, chunk_size
         return lse
 
     @staticmethod
@@ -295,9 +293,7 @@ def train_method(
     draw: Callable[[Tensor, torch.Generator], Batch] | None = None, # (rows, gen.) -> the Batch
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Train any method with Adam on the loop, with a history of the losses and a progress bar."
-    if not isinstance(method, ContrastiveMethod):
-        raise TypeError(f"method must be a ContrastiveMethod (the methods tools page), got "
-                        f"{type(method).__name__}")
+    check_type(method, 'method', ContrastiveMethod, 'a ContrastiveMethod (the methods tools page)')
     check_tensor(images, 'images', ndim=4, nonempty=True)
     check_positive_int(epochs, 'epochs')
     check_positive_int(batch_size, 'batch_size')
@@ -307,9 +303,8 @@ def train_method(
     check_number(lr, 'lr', low=0.0, low_open=True)
     check_number(weight_decay, 'weight_decay', low=0.0)
     check_seed(seed)
-    for name, f in (('callback', callback), ('draw', draw)):
-        if f is not None and not callable(f):
-            raise TypeError(f"{name} must be callable or None, got {type(f).__name__}")
+    check_type(callback, 'callback', (Callable, type(None)), 'callable or None')
+    check_type(draw, 'draw', (Callable, type(None)), 'callable or None')
     data = ImageBatches(images, policy, min(batch_size, len(images)), method.n_views, labels,
                         torch.Generator().manual_seed(seed), draw=draw)
     optimiser = torch.optim.Adam(method.parameters_to_train(), lr=lr, weight_decay=weight_decay)
@@ -338,8 +333,7 @@ def train_on_pairs(
     **options, # passed on to `train_method`: epochs, batch_size, lr, weight_decay, seed, ...
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Train `parameters` on a two-view loss function with `train_method`'s loop."
-    if not callable(pair_loss):
-        raise TypeError(f"pair_loss must be callable, got {type(pair_loss).__name__}")
+    check_type(pair_loss, 'pair_loss', Callable, 'callable')
     if isinstance(parameters, Tensor):
         raise TypeError("parameters must be an iterable of tensors such as model.parameters(), "
                         "not one tensor")

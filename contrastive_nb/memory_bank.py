@@ -16,7 +16,8 @@ from torch import Tensor, nn
 
 from ._checks import (check_choice, check_generator, check_indices, check_int,
                                     check_module, check_positive_int, check_probability,
-                                    check_temperature, check_tensor, check_seed, check_bool)
+                                    check_temperature, check_tensor, check_seed, check_bool,
+                                    check_type)
 from .compat import moved
 from .evaluate import embed
 from .infonce import info_nce, train_method
@@ -74,10 +75,8 @@ def merge_duplicates(
 # %% ../nbs/05_memory_bank.ipynb #c6ffab17
 def _check_k(k, limit: int, why: str) -> int:
     "An int k in [1, limit], or an error that says why the limit is what it is."
-    try:
-        return check_int(k, 'k', low=1, high=limit)
-    except ValueError as e:
-        raise ValueError(f"{e}: {why}") from None
+    try: return check_int(k, 'k', low=1, high=limit)
+    except ValueError as e: raise ValueError(f"{e}: {why}") from None
 
 def negative_indices(
     indices: Tensor, # (N,) row number of each query
@@ -197,12 +196,8 @@ class MemoryBank(_Sampling, nn.Module):
         if embeddings.device != self.memory.device:
             raise ValueError(f"embeddings are on {embeddings.device} but the bank is on "
                              f"{self.memory.device}; move the bank with bank.to(device)")
-        if len(idx) == 0:
-            return
-        try:
-            f = l2_normalize(embeddings.detach()).to(self.memory.dtype)
-        except ValueError as e:  # a NaN or zero row must not enter the bank
-            raise ValueError(f"embeddings: {e}") from None
+        if len(idx) == 0: return
+        f = l2_normalize(embeddings.detach(), 'embeddings').to(self.memory.dtype)  # NaN, 0 raise
         idx, f = merge_duplicates(idx, f)  # a repeated row is blended once, with the mean
         self.memory[idx] = momentum_blend(self.memory[idx], f, self.momentum)
 
@@ -249,21 +244,16 @@ class MemoryBankMethod(ContrastiveMethod):
         return info_nce(query, self.bank(rows), negatives, o.temperature)
 
     def after_step(self) -> None:
-        rows, query = self._pending
-        self.bank.update(rows, query)
+        self.bank.update(*self._pending)
         self._pending = None
 
 # %% ../nbs/05_memory_bank.ipynb #f90fa629
 def _bank_of(bank: MemoryBank | None, setup: MethodSetup | None,
              options: MemoryBankOptions) -> MemoryBank:
     "The method's bank: the one given, else one seeded unit row per training image of the run."
-    if bank is not None:
-        if not isinstance(bank, MemoryBank):
-            raise TypeError(f"bank must be a MemoryBank or None, got {type(bank).__name__}")
-        return bank
-    if not isinstance(setup, MethodSetup):
-        raise TypeError("setup must be a MethodSetup (the run's n_train, batch_size, embed_dim and "
-                        f"seed) when no bank is given, got {type(setup).__name__}")
+    if bank is not None: return check_type(bank, 'bank', MemoryBank, 'a MemoryBank or None')
+    check_type(setup, 'setup', MethodSetup, "a MethodSetup (the run's n_train, batch_size, "
+               "embed_dim and seed) when no bank is given")
     room = setup.n_train - setup.batch_size
     if options.k > room:
         raise ValueError(f"k ({options.k}) must be at most n_train − batch_size = {room}: "
@@ -292,8 +282,7 @@ def train_memory_bank(
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Instance discrimination with a memory bank: a view of image i must pick row i among k others."
     check_tensor(images, 'images', ndim=4, nonempty=True)
-    if not isinstance(bank, MemoryBank):
-        raise TypeError(f"bank must be a MemoryBank, got {type(bank).__name__}")
+    check_type(bank, 'bank', MemoryBank)
     if len(bank) != len(images):
         raise ValueError(f"the bank has {len(bank)} rows for {len(images)} images; "
                          "it needs one row per image")
@@ -316,8 +305,7 @@ def bank_staleness(
     indices: Tensor, # (N,) their rows in the bank
 ) -> Tensor: # (N,) cosine of each stored row with its image's current embedding; 1 = up to date
     "How far each stored row is from what the current network (in eval mode) says about it."
-    if not isinstance(bank, MemoryBank):
-        raise TypeError(f"bank must be a MemoryBank, got {type(bank).__name__}")
+    check_type(bank, 'bank', MemoryBank)
     stored = bank(indices)
     check_tensor(images, 'images', ndim=4)
     if len(images) != len(stored):

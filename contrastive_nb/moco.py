@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from ._checks import (check_choice, check_generator, check_module, check_positive_int,
                                     check_probability, check_seed, check_temperature, check_tensor,
-                                    check_bool)
+                                    check_bool, check_type)
 from .augment import AugmentationPolicy
 from .compat import moved
 from .infonce import info_nce, train_method
@@ -61,8 +61,7 @@ class MoCoQueue(nn.Module):
                  seed: int = 0, # seeds the random unit vectors it starts with
                 ):
         super().__init__()
-        size = check_positive_int(size, 'size')
-        dim = check_positive_int(dim, 'dim')
+        size, dim = check_positive_int(size, 'size'), check_positive_int(dim, 'dim')
         generator = torch.Generator().manual_seed(check_seed(seed))
         start = l2_normalize(torch.randn(size, dim, generator=generator))
         # Buffers, not attributes: they go into state_dict and follow .to(device) with the model.
@@ -242,8 +241,7 @@ class MoCo(_ShuffledKeys, ContrastiveMethod):
                  setup: MethodSetup | None = None, # the run: its batch and the queue's seed
                 ):
         super().__init__()
-        if setup is not None and not isinstance(setup, MethodSetup):
-            raise TypeError(f"setup must be a MethodSetup or None, got {type(setup).__name__}")
+        check_type(setup, 'setup', (MethodSetup, type(None)), 'a MethodSetup or None')
         self.encoder_q, self.head_q = check_module(encoder, 'encoder'), check_module(head, 'head')
         self.options = o = check_options(self.Options() if options is None else options,
                                          self.Options)
@@ -301,8 +299,7 @@ def train_moco(
     **options, # lr, weight_decay, seed, progress, desc: passed on to `train_method`
 ) -> pd.DataFrame: # one row per step: epoch, step, loss
     "Train a `MoCo` model on two augmented views of each image; return the loss of every step."
-    if not isinstance(model, MoCo):
-        raise TypeError(f"model must be a MoCo, got {type(model).__name__}")
+    check_type(model, 'model', MoCo)
     batch_size = check_positive_int(batch_size, 'batch_size')
     if batch_size < 2 * model.bn_splits:
         raise ValueError(f"batch_size must be at least 2 × bn_splits = {2 * model.bn_splits}, "

@@ -18,7 +18,8 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from ._checks import (check_ids, check_int, check_number, check_positive_int,
-                                    check_probability, check_rng, check_tensor, check_frame)
+                                    check_probability, check_rng, check_tensor, check_frame,
+                                    check_type)
 
 # %% auto #0
 __all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'check_synonyms', 'delete_words',
@@ -56,8 +57,7 @@ class MultiViewDataset(Dataset):
                                                      hasattr(dataset, '__getitem__')):
             raise TypeError(f"dataset must support len() and indexing, "
                             f"got {type(dataset).__name__}")
-        if not callable(transform):
-            raise TypeError(f"transform must be callable, got {transform!r}")
+        check_type(transform, 'transform', Callable, 'callable')
         self.dataset, self.transform = dataset, transform
         self.n_views = check_positive_int(n_views, 'n_views')
 
@@ -104,9 +104,7 @@ def check_synonyms(
     name: str = 'synonyms', # its name, for the message
 ) -> Mapping[str, tuple[str, ...]]: # `synonyms` itself, unchanged
     "A synonym table: lower-case words -> a tuple or list of non-empty replacement strings."
-    if not isinstance(synonyms, Mapping):
-        raise TypeError(f"{name} must be a dict of word -> replacements, "
-                        f"got {type(synonyms).__name__}")
+    check_type(synonyms, name, Mapping, 'a dict of word -> replacements')
     for word, options in synonyms.items():
         if not isinstance(word, str):
             raise TypeError(f"{name} keys must be strings, got {type(word).__name__} {word!r}")
@@ -127,20 +125,14 @@ def check_synonyms(
 # %% ../nbs/01_pairs.ipynb #29ff4726
 _WORD = re.compile(r"^(\W*)(.*?)(\W*)$")
 
-def _check_text_args(text: str, p: float, name: str) -> float:
-    "Check a text view's text (a string) and its probability or fraction `p`."
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
-    return check_probability(p, name)
-
 def delete_words(
     text: str, # the text to rewrite
     p: float = 0.1, # probability of dropping each word
     rng: int | np.random.Generator = 0, # a seed (same seed, same result) or a generator (a stream)
 ) -> str: # the text with some words dropped; at least one word is kept
     "Word deletion: drop each word with probability `p`."
-    p = _check_text_args(text, p, 'p')
-    words, rng = text.split(), check_rng(rng)
+    check_type(text, 'text', str, 'a string')
+    p, words, rng = check_probability(p, 'p'), text.split(), check_rng(rng)
     if not words: return text
     keep = rng.random(len(words)) >= p
     if not keep.any(): keep[rng.integers(len(words))] = True
@@ -154,7 +146,8 @@ def replace_synonyms(
     synonyms: dict[str, tuple[str, ...]] | None = None, # word -> options; None: TICKET_SYNONYMS
 ) -> str: # the text with some words replaced
     "Synonym replacement from a table, keeping each word's punctuation and initial capital."
-    p = _check_text_args(text, p, 'p')
+    check_type(text, 'text', str, 'a string')
+    p = check_probability(p, 'p')
     synonyms = TICKET_SYNONYMS if synonyms is None else check_synonyms(synonyms)
     rng, out = check_rng(rng), []
     for word in text.split():
@@ -177,9 +170,9 @@ def mask_span(
     mask: str = '[MASK]', # what replaces each hidden word
 ) -> str: # the text with one contiguous span of words replaced by `mask`
     "Span masking: hide one run of consecutive words, each replaced by the mask token."
-    fraction = _check_text_args(text, fraction, 'fraction')
-    if not isinstance(mask, str):
-        raise TypeError(f"mask must be a string, got {type(mask).__name__}")
+    check_type(text, 'text', str, 'a string')
+    fraction = check_probability(fraction, 'fraction')
+    check_type(mask, 'mask', str, 'a string')
     words, rng = text.split(), check_rng(rng)
     if not words: return text
     length = max(1, round(fraction * len(words)))

@@ -61,11 +61,12 @@ def l2_normalize(
     return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
 # %% ../nbs/02_similarity.ipynb #cd9d34f4
-def _same_features(a: Tensor, b: Tensor) -> None:
-    "Both inputs have the same number of features D, and their leading dimensions broadcast."
-    _floating(a, 'a')
-    _floating(b, 'b')
-    if a.shape[-1] != b.shape[-1]:
+def cosine_similarity(
+    a: Tensor,  # (..., D) vectors along the last dimension
+    b: Tensor,  # (..., D) vectors; leading dimensions broadcast against a's
+) -> Tensor:  # (...) cosines in [-1, 1], in the promoted dtype of a and b
+    "Cosine of the angle between vectors of `a` and `b` along the last dimension (row-wise)."
+    if _floating(a, 'a').shape[-1] != _floating(b, 'b').shape[-1]:
         raise ValueError(f"a and b must have the same number of features (last dimension), "
                          f"got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     try: torch.broadcast_shapes(a.shape[:-1], b.shape[:-1])
@@ -73,13 +74,6 @@ def _same_features(a: Tensor, b: Tensor) -> None:
         raise ValueError(f"the leading dimensions of a {tuple(a.shape)} and b {tuple(b.shape)} "
                          "do not broadcast; for every pair between two batches use "
                          "similarity_matrix(a, b)") from None
-
-def cosine_similarity(
-    a: Tensor,  # (..., D) vectors along the last dimension
-    b: Tensor,  # (..., D) vectors; leading dimensions broadcast against a's
-) -> Tensor:  # (...) cosines in [-1, 1], in the promoted dtype of a and b
-    "Cosine of the angle between vectors of `a` and `b` along the last dimension (row-wise)."
-    _same_features(a, b)
     return (l2_normalize(a, 'a') * l2_normalize(b, 'b')).sum(-1).clamp(-1, 1)
 
 # %% ../nbs/02_similarity.ipynb #559af764
@@ -109,9 +103,7 @@ def similarity_matrix(
 # %% ../nbs/02_similarity.ipynb #3e6c3483
 def _pairs(x: Tensor, y: Tensor) -> None:
     "Two (N, D) batches whose row i form the i-th positive pair."
-    _batch(x, 'x')
-    _batch(y, 'y')
-    if x.shape != y.shape:
+    if _batch(x, 'x').shape != _batch(y, 'y').shape:
         raise ValueError("x and y must have the same shape, row i of one paired with row i of the "
                          f"other; got {tuple(x.shape)} and {tuple(y.shape)}")
     if len(x) == 0:

@@ -32,8 +32,7 @@ def _candidates(similarities) -> Tensor:
 
 def _per_list_temperature(temperature, lists: torch.Size) -> float | Tensor:
     "One τ, or a tensor of positive finite τ that broadcasts to the `lists` candidate lists."
-    if not isinstance(temperature, Tensor):
-        return check_temperature(temperature)
+    if not isinstance(temperature, Tensor): return check_temperature(temperature)
     if temperature.numel() == 1:  # one τ, e.g. a learnable one: keep its graph, add no dimension
         return check_temperature(temperature.reshape(()))
     if not temperature.is_floating_point():
@@ -43,10 +42,8 @@ def _per_list_temperature(temperature, lists: torch.Size) -> float | Tensor:
     bad = ~(torch.isfinite(t) & (t > 0))
     if bad.any():
         raise ValueError(f"temperature must be positive and finite, got {t[bad][0].item()}")
-    try:
-        fits = torch.broadcast_shapes(t.shape, lists) == lists
-    except RuntimeError:
-        fits = False
+    try: fits = torch.broadcast_shapes(t.shape, lists) == lists
+    except RuntimeError: fits = False
     if not fits:
         raise ValueError(f"temperature of shape {tuple(t.shape)} does not broadcast to the "
                          f"{tuple(lists)} candidate lists: give one τ, or one per list")
