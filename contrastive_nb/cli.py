@@ -45,8 +45,7 @@ def option_help(
     "Each setting's comment from its source line (empty where there is none)."
     try: source = inspect.getsource(cls)
     except (OSError, TypeError): return {}  # no source (a frozen application): no comments
-    found = re.findall(r'^    (\w+): [^=]+= .*?# (.+)$', source, flags=re.MULTILINE)
-    return dict(found)
+    return dict(re.findall(r'^    (\w+): [^=]+= .*?# (.+)$', source, flags=re.MULTILINE))
 
 def _option(name: str) -> str:
     "A setting's option: dashes for underscores, a trailing one kept (`lambda_`, not a keyword)."
@@ -197,16 +196,13 @@ def _recipe_of(name: str | None, dataset) -> tuple[str | None, dict]:
                          f"have some are {', '.join(RECIPES)}")
     return name, recipe(name, dataset)
 
-def _command_of(argv: list[str]) -> str | None:
-    "The command: the first word not an option (the program's own, -h and --version, take none)."
-    return next((a for a in argv if not a.startswith('-')), None)
-
 def _method_of(argv: list[str]) -> str:
     "The method whose options to offer: --method, else the --config file's, else the recipe's."
     first = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     for option in ('--method', '--config', '--recipe', '--dataset', '--resume'):
         first.add_argument(option)
-    if _command_of(argv) != 'train': return 'simclr'  # evaluate has no --method: argparse says so
+    command = next((a for a in argv if not a.startswith('-')), None)  # -h, --version take none
+    if command != 'train': return 'simclr'  # evaluate has no --method: argparse says so
     known, _ = first.parse_known_args(argv)
     if known.method: return known.method
     values = {}
@@ -319,12 +315,6 @@ def _goes_on(args: argparse.Namespace, world_size: int) -> str:
               else f"torchrun --nproc-per-node {world_size} -m contrastive_nb.cli")
     return f"it goes on from its checkpoint {newest.name} with: {launch} train --resume {run}"
 
-def _interrupted(args: argparse.Namespace, where: str, world_size: int) -> str:
-    "The line an interrupted train prints: where it stopped, and the command that goes on."
-    stopped = f"interrupted {where}".strip()  # where: 'at step 13 of 40', or '' outside the loop
-    then = _goes_on(args, world_size)
-    return f"{stopped}, {then}" if then.startswith('before') else f"{stopped}; {then}"
-
 def _peer_left(e: BaseException) -> bool:
     "A collective failed because another process of the run is gone (gloo's words, or c10d's)."
     return isinstance(e, dist.DistError) or any(
@@ -380,9 +370,10 @@ def main(
         return 2
     except KeyboardInterrupt as e:  # one line, not a traceback; 130 = 128 + SIGINT, as shells do
         if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise
-        if rank == 0:
-            print(f"contrastive-nb {args.command}: {_interrupted(args, str(e), world_size)}",
-                  file=sys.stderr)
+        if rank == 0:  # where it stopped ('at step 13 of 40', or '' outside the loop), how to go on
+            then = _goes_on(args, world_size)
+            print(f"contrastive-nb {args.command}: {f'interrupted {e}'.strip()}"
+                  f"{',' if then.startswith('before') else ';'} {then}", file=sys.stderr)
         return 130
     except (MemoryError, RuntimeError) as e:
         if os.environ.get('CONTRASTIVE_NB_DEBUG'): raise

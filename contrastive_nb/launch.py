@@ -24,7 +24,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ._checks import check_choice, check_int, check_number, check_positive_int
+from ._checks import (check_choice, check_int, check_number, check_positive_int,
+                                    check_type)
 from .loop import Callback, Loop
 
 # %% auto #0
@@ -87,8 +88,7 @@ def _collect(procs: list[subprocess.Popen], folder: str, timeout: float) -> list
                            f"{p.returncode}; time limit {timeout:g} s). Its output:\n{log}", ''))
             continue
         with open(path, 'rb') as f: ok, value = pickle.load(f)
-        if ok: results.append(value)
-        else: errors.append(value)
+        (results if ok else errors).append(value)
     if errors:  # a ValueError or TypeError says the most; the others follow from it
         kind, message, trace = next((e for e in errors if e[0] in ('ValueError', 'TypeError')),
                                     errors[0])
@@ -115,10 +115,8 @@ def launch(
     world_size = check_positive_int(world_size, 'world_size')
     timeout = check_number(timeout, 'timeout', low=0.0, low_open=True)
     threads = check_positive_int(threads, 'threads')
-    if not isinstance(args, (tuple, list)):
-        raise TypeError(f"args must be a tuple, got {type(args).__name__}")
-    if kwargs is not None and not isinstance(kwargs, dict):
-        raise TypeError(f"kwargs must be a dict or None, got {type(kwargs).__name__}")
+    check_type(args, 'args', (tuple, list), 'a tuple')
+    check_type(kwargs, 'kwargs', (dict, type(None)), 'a dict or None')
     with tempfile.TemporaryDirectory(prefix='cnb_launch_') as folder:
         try:
             with open(os.path.join(folder, 'call.pkl'), 'wb') as f:
@@ -130,8 +128,7 @@ def launch(
         deadline = time.monotonic() + timeout
         try:
             for p in procs: p.wait(timeout=max(deadline - time.monotonic(), 0.01))
-        except subprocess.TimeoutExpired:
-            pass
+        except subprocess.TimeoutExpired: pass  # the processes still running are killed below
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -154,8 +151,7 @@ def run_calls(
 # %% ../nbs/launch.ipynb #d2755420
 def status_mib(field: str) -> float | None:
     "A memory field of /proc/self/status (VmRSS, VmHWM) in MiB; None where there is none."
-    if not isinstance(field, str):
-        raise TypeError(f"field must be a string such as 'VmRSS', got {type(field).__name__}")
+    check_type(field, 'field', str, "a string such as 'VmRSS'")
     try:
         with open('/proc/self/status') as f:
             return next(int(l.split()[1]) / 1024 for l in f if l.startswith(field + ':'))

@@ -17,7 +17,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from ._checks import (check_bool, check_generator, check_int, check_number,
-                                    check_positive_int, check_tensor)
+                                    check_positive_int, check_tensor, check_type)
 from .augment import AugmentationPolicy, augment_batch, check_image_batch
 from .methods import Batch, ContrastiveMethod
 from .models import values_unchecked
@@ -60,8 +60,7 @@ class ImageBatches:
                  draw: Callable[[Tensor, torch.Generator], Batch] | None = None, # (rows, gen.)
                 ):
         check_image_batch(images)  # once, here: the steps skip the pass over the values
-        if not isinstance(policy, AugmentationPolicy):
-            raise TypeError(f"policy must be an AugmentationPolicy, got {type(policy).__name__}")
+        check_type(policy, 'policy', AugmentationPolicy)
         check_positive_int(batch_size, 'batch_size')
         world_size = check_positive_int(world_size, 'world_size')
         rank = check_int(rank, 'rank', low=0, high=world_size - 1)
@@ -69,8 +68,7 @@ class ImageBatches:
             raise ValueError(f"batch_size ({batch_size}) must split into world_size "
                              f"({world_size}) equal parts, one per process")
         check_bool(channels_last, 'channels_last')
-        if draw is not None and not callable(draw):
-            raise TypeError(f"draw must be callable or None, got {type(draw).__name__}")
+        check_type(draw, 'draw', (Callable, type(None)), 'callable or None')
         if len(images) < batch_size:
             raise ValueError(f"images holds {len(images)} rows: fewer than one batch "
                              f"(batch_size = {batch_size})")
@@ -81,10 +79,9 @@ class ImageBatches:
         if labels.min() < 0: raise ValueError("labels must be classes 0, 1, ..., got a negative")
         self.images, self.labels, self.policy = images, labels.to(images.device), policy
         self.batch_size, self.n_views = batch_size, check_positive_int(n_views, 'n_views')
-        check_generator(generator, cpu=True)
-        check_generator(view_generator, 'view_generator', cpu=True)
-        self.generator = generator or torch.Generator().manual_seed(0)
-        self.view_generator = view_generator or self.generator
+        self.generator = check_generator(generator, cpu=True) or torch.Generator().manual_seed(0)
+        self.view_generator = (check_generator(view_generator, 'view_generator', cpu=True)
+                               or self.generator)
         self.local = batch_size // world_size
         self.offset, self.channels_last = rank * self.local, channels_last
         self.steps_per_epoch = len(images) // batch_size  # the ragged last batch goes: BatchNorm
@@ -198,9 +195,7 @@ class Loop:
 def _name(cb: Callback) -> str: return getattr(cb, 'name', type(cb).__name__)
 
 def _check_method(method) -> ContrastiveMethod:
-    if not isinstance(method, ContrastiveMethod):
-        raise TypeError(f"method must be a ContrastiveMethod (the methods tools page), got "
-                        f"{type(method).__name__}")
+    check_type(method, 'method', ContrastiveMethod, 'a ContrastiveMethod (the methods tools page)')
     if not method.parameters_to_train(): raise ValueError("the method has nothing to train")
     return method
 
@@ -221,12 +216,8 @@ def _check_optimizers(optimizers) -> list[torch.optim.Optimizer]:
     return list(optimizers)
 
 def _check_callbacks(callbacks) -> list[Callback]:
-    if not isinstance(callbacks, (list, tuple)):
-        raise TypeError(f"callbacks must be a list of Callbacks, got {type(callbacks).__name__}")
-    for cb in callbacks:
-        if not isinstance(cb, Callback):
-            raise TypeError(f"callbacks must be Callbacks (subclass Callback), got "
-                            f"{type(cb).__name__}")
+    check_type(callbacks, 'callbacks', (list, tuple), 'a list of Callbacks')
+    for cb in callbacks: check_type(cb, 'callbacks', Callback, 'Callbacks (subclass Callback)')
     names = [_name(cb) for cb in callbacks if type(cb).state_dict is not Callback.state_dict]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -256,9 +247,7 @@ class Progress(Callback):
                  show: bool = True, # False: no bar (a batch job, a test)
                  images_per_step: int = 0, # views encoded per step, for a speed (0: none shown)
                 ):
-        if not isinstance(desc, str):
-            raise TypeError(f"desc must be a str, got {type(desc).__name__}")
-        self.desc, self.show = desc, check_bool(show, 'show')
+        self.desc, self.show = check_type(desc, 'desc', str), check_bool(show, 'show')
         self.images_per_step = check_int(images_per_step, 'images_per_step', low=0)
     def before_fit(self, loop: Loop) -> None:
         self.bar = tqdm(total=loop.total_steps, initial=loop.step, disable=not self.show,
@@ -279,8 +268,7 @@ class OnStep(Callback):
     "Call `f(step)` with the number of each step after it is taken."
     order = 80
     def __init__(self, f: Callable[[int], None]):
-        if not callable(f): raise TypeError(f"f must be callable, got {type(f).__name__}")
-        self.f = f
+        self.f = check_type(f, 'f', Callable, 'callable')
     def after_step(self, loop: Loop) -> None: self.f(loop.step - 1)
 
 # %% ../nbs/loop.ipynb #accd5659
@@ -305,9 +293,7 @@ class Monitors(Callback):
                  subject=None, # what each monitor is handed (None: the loop itself)
                 ):
         if monitors is None: monitors = {}
-        if not isinstance(monitors, dict):
-            raise TypeError(f"monitors must be a dict of name -> f(subject) -> number, got "
-                            f"{type(monitors).__name__}")
+        check_type(monitors, 'monitors', dict, 'a dict of name -> f(subject) -> number')
         for name, monitor in monitors.items():
             if not isinstance(name, str) or not name.isidentifier() or not callable(monitor):
                 raise TypeError(f"monitors must map names (words) to callables, got {name!r}: "
@@ -327,9 +313,7 @@ class Monitors(Callback):
         self.rows.append((loop.step // loop.data.steps_per_epoch - 1, loop.step, values))
         loop.method.train()
 
-    def state_dict(self) -> dict: return {'rows': [[e, s, dict(v)] for e, s, v in self.rows]}
-    def load_state_dict(self, state: dict) -> None:
-        self.rows = [(e, s, dict(v)) for e, s, v in state['rows']]
+    state_dict, load_state_dict = History.state_dict, History.load_state_dict  # its rows
 
 # %% ../nbs/loop.ipynb #7c2b7d77
 def format_seconds(

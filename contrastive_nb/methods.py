@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import (check_choice, check_int, check_module, check_positive_int,
-                                    check_seed)
+                                    check_seed, check_type)
 
 # %% auto #0
 __all__ = ['METHODS', 'BUILTIN_METHODS', 'Monitor', 'Batch', 'MethodOptions', 'settings_from_dict', 'MethodSetup',
@@ -66,8 +66,7 @@ def settings_from_dict(
     "An instance of `cls` from a table: lists become tuples, missing keys keep the base's values."
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"cls must be a dataclass of settings, got {cls!r}")
-    if base is not None and not isinstance(base, cls):
-        raise TypeError(f"base must be a {cls.__name__} or None, got {type(base).__name__}")
+    check_type(base, 'base', (cls, type(None)), f"a {cls.__name__} or None")
     if not isinstance(values, dict):
         raise TypeError(f"the settings of {cls.__name__} must be a table (dict), got "
                         f"{type(values).__name__} {values!r}")
@@ -200,9 +199,7 @@ def check_options(
     "`options` if it is an instance of `cls`, else a TypeError naming both."
     if not (isinstance(cls, type) and issubclass(cls, MethodOptions)):
         raise TypeError(f"cls must be a MethodOptions class, got {cls!r}")
-    if not isinstance(options, cls):
-        raise TypeError(f"options must be a {cls.__name__}, got {type(options).__name__}")
-    return options
+    return check_type(options, 'options', cls, f"a {cls.__name__}")
 
 # %% ../nbs/methods.ipynb #639bf2eb
 @dataclasses.dataclass(frozen=True)
@@ -239,9 +236,8 @@ class MethodSpec:
         "The method's settings from None (its defaults), a dict (read onto them) or an instance."
         if options is None: options = self.options()
         elif isinstance(options, dict): options = settings_from_dict(self.options, options)
-        elif not isinstance(options, self.options):
-            raise TypeError(f"options must be a {self.options.__name__} (the settings of method "
-                            f"{self.name!r}) or a dict of them, got {type(options).__name__}")
+        else: check_type(options, 'options', self.options, f"a {self.options.__name__} (the "
+                         f"settings of method {self.name!r}) or a dict of them")
         for name, value in options.to_dict().items():  # what a config file can hold
             if not isinstance(value, (bool, int, float, str, tuple)):
                 raise TypeError(f"options.{name} must be a number, a flag, text or a tuple of "
@@ -294,8 +290,7 @@ def register_method(
     "Make a training method available to `TrainConfig` and the trainer by name."
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a method name must be a word like 'simclr', got {name!r}")
-    if not callable(builder):
-        raise TypeError(f"builder must be callable, got {type(builder).__name__}")
+    check_type(builder, 'builder', Callable, 'callable')
     options = _options_of(builder, options)
     if name in BUILTIN_METHODS:  # whether or not its lesson is imported yet: one message
         module, qualname = BUILTIN_METHODS[name]
@@ -375,8 +370,7 @@ def method_spec(
     name: str, # a registered or built-in name, or 'FILE.py:CLASS'
 ) -> MethodSpec: # how to build it and its options class
     "The method called `name`; a built-in one's lesson is imported the first time it is asked for."
-    if not isinstance(name, str):
-        raise TypeError(f"method must be a string, got {type(name).__name__} {name!r}")
+    check_type(name, 'method', str, 'a string')
     if name in BUILTIN_METHODS and (name not in METHODS or METHODS[name].builder.__module__
                                     != BUILTIN_METHODS[name][0]):
         importlib.import_module(BUILTIN_METHODS[name][0])  # its lesson registers it (or replaces

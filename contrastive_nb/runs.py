@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ._checks import (check_bool, check_choice, check_generator, check_int,
-                                    check_path, zip_damage)
+                                    check_path, check_type, zip_damage)
 
 # %% auto #0
 __all__ = ['CHECKPOINT_FORMAT', 'RUNTIME_SETTINGS', 'CheckpointError', 'save_checkpoint', 'load_checkpoint', 'latest_checkpoint',
@@ -41,8 +41,7 @@ def save_checkpoint(
     path: str | Path, # where to write; a file of that name is replaced atomically
 ) -> Path: # the written path
     "Write `state` to a temporary file in the same folder, flush, fsync, then rename over `path`."
-    if not isinstance(state, dict):
-        raise TypeError(f"state must be a dict, got {type(state).__name__}")
+    check_type(state, 'state', dict)
     path = check_path(path, 'path')
     if not path.name or path.is_dir():
         raise ValueError(f"path must name a file, got {str(path)!r}")
@@ -95,8 +94,7 @@ def latest_checkpoint(
     run_dir: str | Path, # a run folder
 ) -> Path | None: # the newest checkpoint file, or None if there is none
     "The newest checkpoint of a run."
-    run_dir = check_path(run_dir, 'run_dir')
-    found = _checkpoints(run_dir)
+    found = _checkpoints(check_path(run_dir, 'run_dir'))
     return found[-1] if found else None
 
 def load_latest_checkpoint(
@@ -186,8 +184,7 @@ def setting_differences(
 ) -> str: # 'lr (0.01 vs 0.001), ...', or '' when they agree
     "The settings that change the result on which two runs differ (`RUNTIME_SETTINGS` do not)."
     for name, table in (('saved', saved), ('values', values), ('defaults', defaults or {})):
-        if not isinstance(table, dict):
-            raise TypeError(f"{name} must be a dict of settings, got {type(table).__name__}")
+        check_type(table, name, dict, 'a dict of settings')
     defaults = defaults or {}
     saved, values = _flat({**defaults, **saved}), _flat({**defaults, **values})
     differ = sorted(k for k in saved.keys() | values.keys()
@@ -215,8 +212,7 @@ def check_same_run(
 ) -> None:
     "One run per folder: a new run never writes into another's, a continued one matches its own."
     run_dir = check_path(run_dir, 'run_dir')
-    if settings is not None and not isinstance(settings, dict):
-        raise TypeError(f"settings must be a dict or None, got {type(settings).__name__}")
+    check_type(settings, 'settings', (dict, type(None)), 'a dict or None')
     newest = latest_checkpoint(run_dir)
     if newest is None: return  # nothing to mix with: no checkpoint, no run to lose
     if settings is None:
@@ -257,7 +253,7 @@ def write_text(
 ) -> None:
     "Write a text file through a temporary one and a rename: a reader never sees half of it."
     path = check_path(path, 'path')
-    if not isinstance(text, str): raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_type(text, 'text', str)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_text(text)
@@ -285,8 +281,7 @@ def settings_toml(
     values: dict, # settings: numbers, flags, text, lists, and dicts of those (one table each)
 ) -> str: # a TOML document
     "Settings as a TOML document: top-level keys first, then one table per dict; tuples as lists."
-    if not isinstance(values, dict):
-        raise TypeError(f"values must be a dict, got {type(values).__name__}")
+    check_type(values, 'values', dict)
     def value(v) -> str:
         if isinstance(v, bool): return 'true' if v else 'false'
         if isinstance(v, (list, tuple)): return '[' + ', '.join(value(x) for x in v) + ']'
@@ -324,9 +319,8 @@ def write_baselines(
 ) -> None:
     "Keep a run's baselines in run_dir/baselines.json, with their settings and a SHA-256 of both."
     run_dir = check_path(run_dir, 'run_dir')
-    for name, table in (('settings', settings), ('values', values)):
-        if not isinstance(table, dict):
-            raise TypeError(f"{name} must be a dict, got {type(table).__name__}")
+    check_type(settings, 'settings', dict)
+    check_type(values, 'values', dict)
     write_text(run_dir / 'baselines.json', json.dumps(
         {'settings': settings, 'test': values, 'sha256': _baselines_sha256(settings, values)},
         indent=1) + '\n')
@@ -337,8 +331,7 @@ def read_baselines(
     names: tuple[str, ...], # the numbers the file must hold, each in [0, 1]
 ) -> dict[str, float] | None: # the numbers, or None: measure them again
     "The baselines kept in run_dir for these settings, if the file is whole and unedited."
-    if not isinstance(settings, dict):
-        raise TypeError(f"settings must be a dict, got {type(settings).__name__}")
+    check_type(settings, 'settings', dict)
     if not (isinstance(names, tuple) and all(isinstance(n, str) for n in names)):
         raise TypeError(f"names must be a tuple of str, got {names!r}")
     path = None if run_dir is None else check_path(run_dir, 'run_dir') / 'baselines.json'

@@ -24,7 +24,7 @@ from torch import distributed as dist
 from tqdm import tqdm
 
 from ._checks import (check_bool, check_choice, check_int, check_module, check_number,
-                                    check_positive_int, check_seed)
+                                    check_positive_int, check_seed, check_type)
 from .augment import AugmentationPolicy
 from .compat import moved
 from .data import ImageDataset, as_float_images
@@ -54,8 +54,7 @@ def load_datasets(
     config: TrainConfig, # which dataset, how many images, which validation split
 ) -> dict[str, ImageDataset]: # 'train', 'val' (carved from the training images) and 'test'
     "The run's images: training and validation (split by `data_seed`) and the untouched test set."
-    if not isinstance(config, TrainConfig):
-        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    check_type(config, 'config', TrainConfig)
     train, test = DATASETS[config.dataset](config)
     train, test = three_channels(train), three_channels(test)
     n_val = round(config.val_fraction * len(train))
@@ -128,9 +127,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, values: dict) -> TrainConfig:
         "A config from a dict such as `to_dict`'s or a parsed TOML file; unknown keys raise."
-        if not isinstance(values, dict):
-            raise TypeError(f"values must be a dict, got {type(values).__name__}")
-        return settings_from_dict(cls, values)
+        return settings_from_dict(cls, check_type(values, 'values', dict))
 
     def to_toml(self) -> str:
         "The settings as a TOML document, readable by `--config`: [augment] and [options] last."
@@ -152,17 +149,13 @@ def _check_settings(c: TrainConfig) -> None:
         elif kind is int:  # seeds up to 2**64 - 1; counts up to torch's 64-bit integers
             value = (check_seed if f.name.endswith('seed') else check_int)(value, f.name)
         elif kind is float: value = check_number(value, f.name)
-        elif not isinstance(value, str):
-            what = 'a string or a path' if f.name == 'data_root' else 'a string'
-            raise TypeError(f"{f.name} must be {what}, got {type(value).__name__} {value!r}")
+        else: check_type(value, f.name, str, f"a string{' or a path' * (f.name == 'data_root')}")
         object.__setattr__(c, f.name, value)
     augment = c.augment
     if isinstance(augment, dict): augment = settings_from_dict(AugmentationPolicy, augment,
                                                                 base=TRAIN_POLICY)
-    if not isinstance(augment, AugmentationPolicy):
-        raise TypeError(f"augment must be an AugmentationPolicy or a dict of its settings, got "
-                        f"{type(augment).__name__}")
-    object.__setattr__(c, 'augment', augment)
+    what = 'an AugmentationPolicy or a dict of its settings'
+    object.__setattr__(c, 'augment', check_type(augment, 'augment', AugmentationPolicy, what))
     # a built-in method's lesson is imported here, on first use
     object.__setattr__(c, 'options', method_spec(c.method).read_options(c.options))
     _check_ranges(c)
@@ -208,10 +201,6 @@ def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
                           norm=config.norm)
     return encoder, head
 
-def _rank_seed(seed: int, rank: int) -> int:
-    "A seed of its own for each process's augmentation, from the run's seed and the rank."
-    return int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
-
 def _optimizer(config: TrainConfig, parameters: list[Tensor]) -> torch.optim.Optimizer:
     lr, wd = config.lr, config.weight_decay
     if config.optimizer == 'adam': return torch.optim.Adam(parameters, lr=lr, weight_decay=wd)
@@ -233,10 +222,9 @@ class _Metrics(History):
     def before_step(self, loop: Loop) -> None:
         self.lr, self.clock = loop.optimizers[0].param_groups[0]['lr'], time.perf_counter()
 
-    def after_step(self, loop: Loop) -> None:
-        speed = self.images_per_step / (time.perf_counter() - self.clock)
-        step = loop.step - 1
-        self.rows.append((step // loop.data.steps_per_epoch, step, loop.value, self.lr, speed))
+    def after_step(self, loop: Loop) -> None:  # History's row, then the rate and the speed
+        super().after_step(loop)
+        self.rows[-1] += (self.lr, self.images_per_step / (time.perf_counter() - self.clock))
 
 # %% ../nbs/09_training.ipynb #a5386473
 class _Schedule(Callback):
@@ -293,15 +281,13 @@ class _KNNMonitor(Callback):
             self.rows.append((epoch, loop.step, self.measure()))
             loop.method.train()
 
-    def state_dict(self) -> dict: return {'rows': [list(r) for r in self.rows]}
-    def load_state_dict(self, state: dict) -> None: self.rows = [tuple(r) for r in state['rows']]
+    state_dict, load_state_dict = History.state_dict, History.load_state_dict  # its rows
 
 
 # %% ../nbs/09_training.ipynb #f89507e6
 def _check_log(log) -> None:
-    if log is not None and not callable(log):
-        raise TypeError(f"log must be a function of one line of text, such as print, or None; "
-                        f"got {type(log).__name__}")
+    what = 'a function of one line of text, such as print, or None'
+    check_type(log, 'log', (Callable, type(None)), what)
 
 class _EpochLog(Callback):
     "Hands `log` (None: nothing) the line `describe(epoch)` at the end of each epoch."
@@ -319,15 +305,12 @@ class _Checkpoints(Callback):
     order = 100
     def __init__(self, save: Callable[[], Path], every: int): self.save, self.every = save, every
 
-    def _due(self, loop: Loop) -> bool:
-        return (loop.step == loop.total_steps or (self.every and loop.step % self.every == 0)
-                or (not self.every and loop.epoch_end()))
-
     def after_step(self, loop: Loop) -> None:  # an epoch's last step saves after its monitors
-        if not loop.epoch_end() and self._due(loop): self.save()
+        if self.every and loop.step % self.every == 0 and not loop.epoch_end(): self.save()
 
-    def after_epoch(self, loop: Loop) -> None:
-        if self._due(loop): self.save()
+    def after_epoch(self, loop: Loop) -> None:  # the run's last step ends an epoch
+        if not self.every or loop.step % self.every == 0 or loop.step == loop.total_steps:
+            self.save()
 
 # %% ../nbs/09_training.ipynb #4bd3c3f3
 # the settings the baselines depend on: the data, the encoder's architecture and seed, the kNN
@@ -339,11 +322,10 @@ def _measure_context(data: dict, untrained_knn: float, k: int) -> dict[str, floa
     "Chance, raw pixels and the untrained encoder on the test split."
     test, bank = data['test'], data['train'].subset(slice(0, 4096))
     # stored pixels may be uint8 (Fashion-MNIST, CIFAR-10, STL-10): as floats in [0, 1]
-    pixels = {name: as_float_images(ds.images).flatten(1) for name, ds in
-              (('test', test), ('bank', bank))}
+    pixels_bank, pixels_test = (as_float_images(ds.images).flatten(1) for ds in (bank, test))
     return {'chance': torch.bincount(test.labels).max().item() / len(test.labels),
-            'raw_pixels_knn': knn_accuracy(pixels['bank'], bank.labels, pixels['test'],
-                                           test.labels, k=k),
+            'raw_pixels_knn': knn_accuracy(pixels_bank, bank.labels, pixels_test, test.labels,
+                                           k=k),
             'untrained_knn': untrained_knn}
 
 
@@ -391,8 +373,7 @@ class Trainer:
                  monitors: dict[str, Callable] | None = None, # name -> f(trainer) -> a number
                  callbacks: Sequence[Callback] = (), # more callbacks of the loop (see `Loop`)
                 ):
-        if not isinstance(config, TrainConfig):
-            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+        check_type(config, 'config', TrainConfig)
         self.run_dir = None if run_dir is None else check_run_dir(run_dir)  # before any work
         c, self.config, (self.world_size, self.rank) = config, config, world()
         if c.batch_size % self.world_size or c.batch_size < 2 * self.world_size:
@@ -418,8 +399,9 @@ class Trainer:
         self.method.set_precision(self.device.type, self.dtype)
         self.generator = torch.Generator().manual_seed(c.seed)  # the shuffle: every process
         self.view_generator = self.generator  # augmentation: one generator per process
-        if self.world_size > 1:
-            self.view_generator = torch.Generator().manual_seed(_rank_seed(c.seed, self.rank))
+        if self.world_size > 1:  # a seed of its own for each, from the run's seed and the rank
+            rank_seed = np.random.SeedSequence([c.seed, self.rank]).generate_state(1)[0]
+            self.view_generator = torch.Generator().manual_seed(int(rank_seed))
         n_views = self.method.n_views
         data = ImageBatches(self.images, c.augment, c.batch_size, n_views, self.labels,
                             self.generator, self.view_generator, self.rank, self.world_size,
