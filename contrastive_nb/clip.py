@@ -20,11 +20,11 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_generator, check_ids, check_indices,
                                     check_int, check_number, check_positive_int, check_probability,
                                     check_range, check_rng, check_seed, check_temperature,
-                                    check_tensor, check_bool, check_frame)
+                                    check_tensor, check_bool, check_frame, check_type)
 from .augment import (AugmentationPolicy, augment_batch, check_image_batch,
                                     resized_crop, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
-from .evaluate import first_relevant_rank, ranking_metrics
+from .evaluate import _feature_pair, first_relevant_rank, ranking_metrics
 from .infonce import (check_loss_options, reduce_loss, floor_at_zero, info_nce,
                                     train_method, unit_rows)
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
@@ -125,9 +125,7 @@ def _check_templates(templates) -> tuple[str, ...]:
 def _check_detail(detail) -> tuple[str, ...]:
     "A non-empty tuple of distinct factor names (one name is accepted as a string)."
     if isinstance(detail, str): detail = (detail,)
-    if not isinstance(detail, Sequence):
-        raise TypeError(f"detail must be a sequence of factor names, got {type(detail).__name__}")
-    detail = tuple(detail)
+    detail = tuple(check_type(detail, 'detail', Sequence, 'a sequence of factor names'))
     if not detail: raise ValueError(f"detail is empty: name at least one of {CAPTION_FACTORS}")
     for d in detail: check_choice(d, 'detail', CAPTION_FACTORS)
     if len(set(detail)) != len(detail): raise ValueError(f"detail repeats a factor: {detail}")
@@ -153,11 +151,8 @@ def caption_ids(
     detail: Sequence[str] = ('colour', 'shape', 'position'), # which factors the captions name
 ) -> Tensor: # (N,) int64: equal ids, captions of the same meaning (whatever their template)
     "An id for what each caption says: the classes of the `detail` factors, as one number."
-    detail = _check_detail(detail)
-    check_frame(factors, 'factors')
-    ids = torch.zeros(len(factors), dtype=torch.long)
-    for f in detail:
-        ids = ids * len(_CLASSES[f]) + factor_labels(factors, f)  # mixed radix: one id per tuple
+    ids = 0  # mixed radix: one id per tuple of classes; factor_labels checks factors
+    for f in _check_detail(detail): ids = ids * len(_CLASSES[f]) + factor_labels(factors, f)
     return ids
 
 # %% ../nbs/12_clip.ipynb #e7cdeec9
@@ -174,13 +169,10 @@ def _caption_list(captions, name: str = 'captions') -> list[str]:
     "A non-empty list of non-blank strings."
     if isinstance(captions, str):
         raise TypeError(f"{name} must be a list of strings, got one string; wrap it: [{name}]")
-    if not isinstance(captions, Sequence):
-        raise TypeError(f"{name} must be a list of strings, got {type(captions).__name__}")
-    captions = list(captions)
+    captions = list(check_type(captions, name, Sequence, 'a list of strings'))
     if not captions: raise ValueError(f"{name} is empty: give at least one caption")
     for i, c in enumerate(captions):
-        if not isinstance(c, str):
-            raise TypeError(f"{name}[{i}] must be a string, got {type(c).__name__}")
+        check_type(c, f'{name}[{i}]', str, 'a string')
         if not c.split(): raise ValueError(f"{name}[{i}] has no words")
     return captions
 
@@ -251,8 +243,7 @@ class TinyCLIP(nn.Module):
                 ):
         super().__init__()
         if tokenizer is None: tokenizer = CaptionTokenizer()
-        if not isinstance(tokenizer, CaptionTokenizer):
-            raise TypeError(f"tokenizer must be a CaptionTokenizer, got {type(tokenizer).__name__}")
+        check_type(tokenizer, 'tokenizer', CaptionTokenizer)
         embed_dim = check_positive_int(embed_dim, 'embed_dim')
         text_dim = check_positive_int(text_dim, 'text_dim')
         init_temperature = check_temperature(init_temperature, 'init_temperature')
@@ -417,13 +408,6 @@ def crop_views(
 # %% ../nbs/12_clip.ipynb #5756d588
 VIEWS = ('none', 'crop')
 
-def _check_views(views):
-    if isinstance(views, AugmentationPolicy): return views
-    if not isinstance(views, str):
-        raise TypeError(f"views must be 'none', 'crop' or an AugmentationPolicy, "
-                        f"got {type(views).__name__}")
-    return check_choice(views, 'views', VIEWS)
-
 # %% ../nbs/12_clip.ipynb #05c516ce
 @dataclasses.dataclass(frozen=True)
 class CLIPOptions(MethodOptions):
@@ -442,9 +426,7 @@ class CLIP(ContrastiveMethod):
                  options: CLIPOptions | None = None, # its settings (None: the defaults)
                 ):
         super().__init__()
-        if not isinstance(model, TinyCLIP):
-            raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
-        self.model = model
+        self.model = check_type(model, 'model', TinyCLIP)
         self.options = check_options(CLIPOptions() if options is None else options, CLIPOptions)
 
     def loss(self, batch: Batch) -> Tensor:
@@ -478,9 +460,7 @@ class SigLIP(ContrastiveMethod):
                  options: SigLIPOptions | None = None, # its settings (None: the paper's start)
                 ):
         super().__init__()
-        if not isinstance(model, TinyCLIP):
-            raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
-        self.model = model
+        self.model = check_type(model, 'model', TinyCLIP)
         self.options = check_options(SigLIPOptions() if options is None else options, SigLIPOptions)
         device = next(model.parameters()).device
         self.sigmoid = SigLIPLoss(self.options.log_scale, self.options.bias).to(device)  # trained
@@ -519,7 +499,9 @@ def train_clip(
     images = check_image_batch(images)
     check_frame(factors, 'factors', rows=len(images), rows_of='images')
     detail, templates = _check_detail(detail), _check_templates(templates)
-    views = _check_views(views)
+    if not isinstance(views, AugmentationPolicy):
+        check_choice(check_type(views, 'views', str, "'none', 'crop' or an AugmentationPolicy"),
+                     'views', VIEWS)
     if views == 'crop': _require_columns(factors, _CROP_COLUMNS, "views='crop'")  # up front
     for f in detail: factor_labels(factors, f)  # every captioned factor is readable, up front
     for t in templates: model.tokenizer([_fill(t, {})])  # and every template's words are known
@@ -554,8 +536,7 @@ def class_embeddings(
     prompts: Sequence[Sequence[str]] | Sequence[str], # per class: its prompts (or one prompt)
 ) -> Tensor: # (C, D) unit rows: each class's mean unit prompt embedding, renormalised
     "Zero-shot classifier weights: each class's prompts embedded, averaged (an ensemble), unit."
-    if not isinstance(model, TinyCLIP):
-        raise TypeError(f"model must be a TinyCLIP, got {type(model).__name__}")
+    check_type(model, 'model', TinyCLIP)
     if isinstance(prompts, str) or not isinstance(prompts, Sequence):
         raise TypeError("prompts must be a list (one entry per class), "
                         f"got {type(prompts).__name__}")
@@ -578,12 +559,7 @@ def zero_shot_predict(
     class_embeddings: Tensor, # (C, D) one embedding per class (`class_embeddings`)
 ) -> Tensor: # (N,) int64 index of the most cosine-similar class
     "Zero-shot classification: each image takes the class whose embedding is most similar."
-    i, c = (check_tensor(x, name, ndim=2, dtype='float', nonempty=True)
-            for name, x in (('image_embeddings', image_embeddings),
-                            ('class_embeddings', class_embeddings)))
-    if i.shape[1] != c.shape[1]:
-        raise ValueError(f"image_embeddings {tuple(i.shape)} and class_embeddings {tuple(c.shape)} "
-                         "must have the same width")
+    i, c = _feature_pair(image_embeddings, 'image_embeddings', class_embeddings, 'class_embeddings')
     i, c = l2_normalize(i.float(), 'image_embeddings'), l2_normalize(c.float(), 'class_embeddings')
     return (i @ c.to(i.device).T).argmax(1)
 
@@ -596,11 +572,7 @@ def recall_at_k(
     ks: Sequence[int] = (1, 5, 10), # the cut-offs
 ) -> dict[int, float]: # k -> share of queries with a relevant key among their k most similar
     "Retrieval recall@k by cosine, where any key of the query's meaning counts as a hit."
-    q, k = (check_tensor(x, name, ndim=2, dtype='float', nonempty=True)
-            for name, x in (('queries', queries), ('keys', keys)))
-    if q.shape[1] != k.shape[1]:
-        raise ValueError(f"queries {tuple(q.shape)} and keys {tuple(k.shape)} must have the "
-                         "same width")
+    q, k = _feature_pair(queries, 'queries', keys, 'keys')  # same width, finite
     qi, ki = check_ids(query_ids, 'query_ids'), check_ids(key_ids, 'key_ids')
     for name, ids, x in (('query_ids', qi, q), ('key_ids', ki, k)):
         if len(ids) != len(x): raise ValueError(f"{name} has {len(ids)} entries for {len(x)} rows")

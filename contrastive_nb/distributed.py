@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import (check_bool, check_choice, check_int, check_number,
-                                    check_positive_int, check_tensor, check_seed, check_temperature)
+                                    check_positive_int, check_tensor, check_seed, check_temperature,
+                                    check_type)
 from .augment import AugmentationPolicy
 from .infonce import nt_xent_inputs, row_logsumexp, floor_at_zero, nt_xent
 from .loop import History, ImageBatches, Loop, OnStep, StopFit
@@ -170,8 +171,7 @@ def enqueue_from_all(
     keys: Tensor, # (N, D) this process's keys; N equal in every process
 ) -> None:
     "Enqueue the keys of every process, rank 0's first, so every process's queue stays the same."
-    if not isinstance(queue, MoCoQueue):
-        raise TypeError(f"queue must be a MoCoQueue, got {type(queue).__name__}")
+    check_type(queue, 'queue', MoCoQueue)
     check_tensor(keys, 'keys', ndim=2, dtype='float', nonempty=True)
     queue.enqueue(all_gather_rows(keys.detach(), 'no_grad'))
 
@@ -181,8 +181,7 @@ def shuffled_across(
     x: Tensor, # (N, ...) this process's inputs; N equal in every process
 ) -> Tensor: # (N, D) the keys of `x`, in `x`'s order
     "encode(x), each process encoding a random sub-batch of all processes' inputs (shuffle-BN)."
-    if not callable(encode):
-        raise TypeError(f"encode must be callable, got {type(encode).__name__}")
+    check_type(encode, 'encode', Callable, 'callable')
     check_tensor(x, 'x', nonempty=True, finite=True)
     world_size, rank = world()
     if world_size == 1: return encode(x)
@@ -199,23 +198,18 @@ def _batchnorms_in_training(module: nn.Module) -> list[nn.Module]:
     return [m for m in module.modules()
             if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training]
 
-class _RandomState:
-    "The global random state of the CPU and of the inputs' CUDA device: read and put back."
-    def __init__(self, device: torch.device):
-        self.device, self.cuda = device, device.type == 'cuda'
-
-    def get(self) -> tuple:
-        return torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if self.cuda else None
-
-    def set(self, state: tuple) -> None:
-        torch.set_rng_state(state[0])
-        if self.cuda: torch.cuda.set_rng_state(state[1], self.device)
-
-def _check_grad_cache(encoder, x1, x2, loss_fn, chunk_size, approximate_batchnorm) -> int:
-    if not isinstance(encoder, nn.Module):
-        raise TypeError(f"encoder must be an nn.Module, got {type(encoder).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+# %% ../nbs/10_distributed.ipynb #3c46a0dc
+def grad_cache_step(
+    encoder: nn.Module, # maps a chunk of inputs to (n, D) embeddings (encoder and head)
+    x1: Tensor, # (N, ...) first views
+    x2: Tensor, # (N, ...) second views; row i is the partner of x1[i]
+    loss_fn: Callable, # (z1, z2) -> scalar loss over the whole batch, e.g. nt_xent
+    chunk_size: int, # inputs per forward pass, >= 1; need not divide N
+    approximate_batchnorm: bool = False, # allow BatchNorm in training mode (per-chunk statistics)
+) -> Tensor: # the loss, detached; the gradients are added to the parameters' `.grad`
+    "Backpropagate a loss over a large batch in chunks of memory; the gradient of the full batch."
+    check_type(encoder, 'encoder', nn.Module, 'an nn.Module')
+    check_type(loss_fn, 'loss_fn', Callable, 'callable')
     check_tensor(x1, 'x1', nonempty=True)
     check_tensor(x2, 'x2', nonempty=True)
     if len(x1) != len(x2):
@@ -228,25 +222,12 @@ def _check_grad_cache(encoder, x1, x2, loss_fn, chunk_size, approximate_batchnor
                          "each chunk would be normalised with its own statistics, so the gradient "
                          "would not be the full batch's; use norm='group' or 'none', eval mode, "
                          "or pass approximate_batchnorm=True to accept per-chunk statistics")
-    return chunk_size
-
-# %% ../nbs/10_distributed.ipynb #3c46a0dc
-def grad_cache_step(
-    encoder: nn.Module, # maps a chunk of inputs to (n, D) embeddings (encoder and head)
-    x1: Tensor, # (N, ...) first views
-    x2: Tensor, # (N, ...) second views; row i is the partner of x1[i]
-    loss_fn: Callable, # (z1, z2) -> scalar loss over the whole batch, e.g. nt_xent
-    chunk_size: int, # inputs per forward pass, >= 1; need not divide N
-    approximate_batchnorm: bool = False, # allow BatchNorm in training mode (per-chunk statistics)
-) -> Tensor: # the loss, detached; the gradients are added to the parameters' `.grad`
-    "Backpropagate a loss over a large batch in chunks of memory; the gradient of the full batch."
-    chunk_size = _check_grad_cache(encoder, x1, x2, loss_fn, chunk_size, approximate_batchnorm)
-    rng = _RandomState(x1.device)
+    cuda = x1.device if x1.device.type == 'cuda' else None  # its RNG too, beside the CPU's
     chunks = [*x1.split(chunk_size), *x2.split(chunk_size)]
     states, outputs = [], []
     with torch.no_grad():                                  # 1. embeddings, no graph
         for chunk in chunks:
-            states.append(rng.get())
+            states.append((torch.get_rng_state(), torch.cuda.get_rng_state(cuda) if cuda else None))
             outputs.append(encoder(chunk))
     half = len(chunks) // 2
     z1 = torch.cat(outputs[:half]).requires_grad_()
@@ -257,10 +238,10 @@ def grad_cache_step(
         raise ValueError(f"loss_fn must return a scalar tensor, got {got}")
     loss.backward()                                        # 2. the cache (and τ's gradient, if any)
     grads = [*z1.grad.split(chunk_size), *z2.grad.split(chunk_size)]
-    norms = _batchnorms_in_training(encoder)
     saved = [{k: v.clone() for k, v in m.state_dict().items()} for m in norms]
     for chunk, state, grad in zip(chunks, states, grads):  # 3. one chunk's graph at a time
-        rng.set(state)                                     # the same dropout, the same augmentation
+        torch.set_rng_state(state[0])                      # the same dropout, the same augmentation
+        if cuda: torch.cuda.set_rng_state(state[1], cuda)
         encoder(chunk).backward(grad)
     for m, state in zip(norms, saved): m.load_state_dict(state)  # running statistics: once
     return loss.detach()

@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from ._checks import (
-    check_bool, check_number, check_path, check_positive_int, zip_damage)
+    check_bool, check_number, check_path, check_positive_int, check_type, zip_damage)
 
 # %% auto #0
 __all__ = ['CLAIMS_MIME', 'SHARED_RUNS_VARIABLE', 'PairedDifference', 'paired_difference', 'Claim', 'claims_markdown',
@@ -130,9 +130,7 @@ _COLUMNS = ('claim', 'from', 'lesson', 'measured here', 'verdict')
 def _checked_claims(claims) -> list[Claim]:
     if isinstance(claims, Claim) or not isinstance(claims, Sequence) or isinstance(claims, str):
         raise TypeError(f"claims must be a list of Claim, got {type(claims).__name__}")
-    for i, claim in enumerate(claims):
-        if not isinstance(claim, Claim):
-            raise TypeError(f"claims[{i}] must be a Claim, got {type(claim).__name__}")
+    for i, claim in enumerate(claims): check_type(claim, f'claims[{i}]', Claim)
     return list(claims)
 
 def claims_markdown(
@@ -294,7 +292,7 @@ def map_runs(
     if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if isinstance(jobs, (str, bytes)) or not hasattr(jobs, '__iter__'):
         raise TypeError(f"jobs must be a sequence of argument tuples, got {type(jobs).__name__}")
-    if not isinstance(desc, str): raise TypeError(f"desc must be a str, got {type(desc).__name__}")
+    check_type(desc, 'desc', str)
     check_bool(progress, 'progress')  # 'no' would show the bar
     jobs = list(jobs)
     bad = [j for j in jobs if not isinstance(j, tuple)]

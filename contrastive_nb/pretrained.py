@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ._checks import check_path, zip_damage
+from ._checks import check_path, check_type, zip_damage
 from .launch import select_device
 from .runs import CheckpointError, save_checkpoint
 
@@ -156,8 +156,7 @@ def save_tuned(
     path: str | Path, # the file to write (replaced atomically)
 ) -> Path: # the written path
     "Write a fine-tuned copy's weights for `load_pretrained(weights=path)`."
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a model from load_pretrained, got {type(model).__name__}")
+    check_type(model, 'model', nn.Module, 'a model from load_pretrained')
     return save_checkpoint({'format': TUNED_FORMAT, 'state': model.state_dict()}, path)
 
 # %% ../nbs/pretrained.ipynb #3352d8c8
@@ -168,8 +167,7 @@ def weights_digest(
     model: nn.Module, # any torch module
 ) -> str: # hex SHA-256 of its state dict: each tensor's name, type, shape and bytes, in order
     "One hash of a module's weights: equal digests, equal weights."
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch module, got {type(model).__name__}")
+    check_type(model, 'model', nn.Module, 'a torch module')
     digest = hashlib.sha256()
     for name, value in model.state_dict().items():
         value = value.detach().cpu().contiguous()
@@ -177,11 +175,15 @@ def weights_digest(
         digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
 
+def _is_pretrained(model) -> bool:
+    "A sentence-transformers model, as `load_pretrained` gives: a module with its own tokeniser."
+    return isinstance(model, nn.Module) and callable(getattr(model, 'preprocess', None))
+
 def pretrained_record(
     model: nn.Module, # a model from `load_pretrained`, tuned or not
 ) -> dict: # name, the release's file hashes, and the weights (None when they are the release's)
     "What another file needs to rebuild `model`: the release it came from and any change to it."
-    if not (isinstance(model, nn.Module) and callable(getattr(model, 'preprocess', None))):
+    if not _is_pretrained(model):
         raise TypeError(f"model must be a model from load_pretrained, got {type(model).__name__}")
     same = weights_digest(model) == MINILM_STATE_SHA256
     state = None if same else {k: v.detach().cpu() for k, v in model.state_dict().items()}

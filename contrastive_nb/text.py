@@ -22,10 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import (check_bool, check_choice, check_int, check_number,
-                                    check_positive_int, check_seed, check_path)
-from ._checks import (check_ids, check_indices, check_probability, check_tensor,
-                                    zip_damage)
+from ._checks import (check_bool, check_choice, check_ids, check_indices, check_int,
+                                    check_number, check_path, check_positive_int, check_probability,
+                                    check_seed, check_tensor, check_type, zip_damage)
 from .data import check_tickets
 from .debiased import supcon_loss
 from .evaluate import first_relevant_rank, ranking_metrics
@@ -33,9 +32,8 @@ from .hard_negatives import top_k_negatives
 from .infonce import reduce_loss, unit_rows, floor_at_zero, REDUCTIONS
 from .loop import History, Loop, Progress
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
-from .pairs import TICKET_SYNONYMS, check_synonyms, delete_words
-from .pairs import replace_synonyms
-from .pretrained import load_record, pretrained_record
+from .pairs import TICKET_SYNONYMS, check_synonyms, delete_words, replace_synonyms
+from .pretrained import _is_pretrained, load_record, pretrained_record
 from .runs import CheckpointError, save_checkpoint
 
 # %% auto #0
@@ -70,19 +68,12 @@ _TOKEN = re.compile(f"((?:[{_CJK}]{_MARK}*)+)|({_ALNUM}+(?:{_MARK}+{_ALNUM}*)*"
 _CJK_CHAR = re.compile(f'[{_CJK}]{_MARK}*')
 
 # %% ../nbs/11_text_retrieval.ipynb #6ebac890
-def _check_text(text, name: str = 'text') -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"{name} must be a string, got {type(text).__name__}")
-    return text
-
 def _check_texts(texts, name: str = 'texts') -> list[str]:
     "A non-empty list of strings (a tuple, Series or array of strings is accepted)."
     if isinstance(texts, str) or not isinstance(texts, (list, tuple, pd.Series, np.ndarray)):
         raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
     texts = list(texts)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"{name}[{i}] must be a string, got {type(t).__name__}")
+    for i, t in enumerate(texts): check_type(t, f'{name}[{i}]', str, 'a string')
     if not texts: raise ValueError(f"{name} is empty: give at least one text")
     return texts
 
@@ -98,7 +89,7 @@ def tokenize(
     "Case-folded NFKC tokens: runs of letters and digits with their marks, CJK runs as bigrams."
     # NFKC composes accents and folds widths and ligatures; casefold() is a lower() that also
     # folds "ß" and "ς"; NFKC once more, as folding can undo it (Unicode's NFKC_Casefold).
-    text = unicodedata.normalize('NFKC', _check_text(text)).casefold()
+    text = unicodedata.normalize('NFKC', check_type(text, 'text', str, 'a string')).casefold()
     text = unicodedata.normalize('NFKC', text)
     tokens = []
     for cjk, word in _TOKEN.findall(text.replace('\u2019', "'")):  # a typographic apostrophe too
@@ -346,10 +337,8 @@ def bootstrap_ci(
 ) -> tuple[float, float, float]: # (mean, low, high): percentile interval of the mean
     "Mean over queries with a percentile bootstrap confidence interval (queries resampled)."
     if isinstance(values, Tensor): values = values.detach().cpu().double().numpy()
-    if isinstance(values, (bool, str)) or not isinstance(values, (np.ndarray, list, tuple)):
-        raise TypeError(f"values must be a 1-D tensor, array or list of numbers, "
-                        f"got {type(values).__name__}")
-    v = np.asarray(values)
+    v = np.asarray(check_type(values, 'values', (np.ndarray, list, tuple),
+                              'a 1-D tensor, array or list of numbers'))
     if v.dtype == bool or not np.issubdtype(v.dtype, np.number) or v.ndim != 1:
         raise TypeError(f"values must be a 1-D list of numbers, got dtype {v.dtype}, "
                         f"shape {v.shape}")
@@ -499,10 +488,6 @@ class TextPairOptions(MethodOptions):
                              f"`mnrl_loss`), got loss={self.loss!r}")
 
 # %% ../nbs/11_text_retrieval.ipynb #500721d0
-def _is_pretrained(model) -> bool:
-    "A sentence-transformers model, as `load_pretrained` gives: a module with its own tokeniser."
-    return isinstance(model, nn.Module) and callable(getattr(model, 'preprocess', None))
-
 class TextPairs(ContrastiveMethod):
     "MNRL or SupCon on texts; the views are rows of the training texts: anchors, positives, ..."
     Options = TextPairOptions
@@ -844,7 +829,7 @@ class TicketSearch:
               ) -> pd.DataFrame: # rank (index 1..k), corpus index, score (cosine or RRF), text
         "The k corpus texts closest to `query`, best first, with their cosine (or fused) scores."
         if self.embeddings is None: raise ValueError("call fit(texts) before search")
-        _check_text(query, 'query')
+        check_type(query, 'query', str, 'a string')
         if not tokenize(query): raise ValueError(f"query {query!r} has no words to search for")
         k = check_int(k, 'k', low=1, high=len(self.texts))
         scores = self.embeddings @ self._embed([query])[0]

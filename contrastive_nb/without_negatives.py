@@ -30,19 +30,17 @@ __all__ = ['simsiam_loss', 'byol_loss', 'byol_momentum', 'cross_correlation', 'b
 def _check_rows(tensors: dict[str, Tensor], check_values: bool = True) -> None:
     "Batches (N, D) of one shape with N >= 2, D >= 1, floating point and (when checked) finite."
     check_bool(check_values, 'check_values')
-    names = list(tensors)
-    for name, x in tensors.items():
-        check_tensor(x, name, ndim=2, dtype='float', finite=check_values)
-    first = tensors[names[0]]
-    for name in names[1:]:
-        if tensors[name].shape != first.shape:
-            raise ValueError(f"{names[0]} {tuple(first.shape)} and {name} "
-                             f"{tuple(tensors[name].shape)} must have the same shape")
+    for name, x in tensors.items(): check_tensor(x, name, 2, 'float', finite=check_values)
+    (first_name, first), *others = tensors.items()
+    for name, x in others:
+        if x.shape != first.shape:
+            raise ValueError(f"{first_name} {tuple(first.shape)} and {name} {tuple(x.shape)} "
+                             "must have the same shape")
     if len(first) < 2:
-        raise ValueError(f"{names[0]} has {len(first)} row: the methods of this lesson need a "
+        raise ValueError(f"{first_name} has {len(first)} row: the methods of this lesson need a "
                          "batch of at least 2 sources (their statistics, and BatchNorm's)")
     if first.shape[1] == 0:
-        raise ValueError(f"{names[0]} has 0 columns (shape {tuple(first.shape)}): an embedding "
+        raise ValueError(f"{first_name} has 0 columns (shape {tuple(first.shape)}): an embedding "
                          "needs at least one dimension")
 
 def _wide(x: Tensor) -> Tensor: return x.to(torch.promote_types(x.dtype, torch.float32))
@@ -143,8 +141,17 @@ def barlow_twins_loss(
     return loss
 
 # %% ../nbs/13_without_negatives.ipynb #36b5fd36
-def _vicreg_terms(z1: Tensor, z2: Tensor, gamma: float, eps: float) -> dict[str, Tensor]:
-    "The three terms, unchecked; inf (never NaN) where one exceeds the dtype."
+def vicreg_terms(
+    z1: Tensor, # (N, D) embeddings of the first views
+    z2: Tensor, # (N, D) embeddings of the second views
+    gamma: float = 1.0, # γ, the standard deviation each dimension is asked to reach
+    eps: float = 1e-4, # under the square root of each variance
+    check_values: bool = True, # False: NaN, inf, overflow unchecked (the trainer reads the loss)
+) -> dict[str, Tensor]: # 'invariance', 'variance', 'covariance': scalars, float32 or wider
+    "VICReg's three terms, normalised as in the official code (not the paper's equation 1)."
+    _check_rows(dict(z1=z1, z2=z2), check_values)
+    gamma = check_number(gamma, 'gamma', low=0.0)
+    eps = check_number(eps, 'eps', low=0.0, low_open=True)
     n, d = z1.shape
     diagonal = torch.eye(d, dtype=torch.bool, device=z1.device)  # for inf - inf, which is NaN
     def variance_covariance(z: Tensor) -> tuple[Tensor, Tensor]:
@@ -159,35 +166,20 @@ def _vicreg_terms(z1: Tensor, z2: Tensor, gamma: float, eps: float) -> dict[str,
         left_out = squares.masked_fill(diagonal, 0).sum()  # when a square is inf (no host read)
         return hinge, torch.where(torch.isfinite(whole), whole, left_out) / d
     (v1, c1), (v2, c2) = variance_covariance(z1), variance_covariance(z2)
-    return {'invariance': F.mse_loss(_wide(z1), _wide(z2)), 'variance': v1 / 2 + v2 / 2,
-            'covariance': c1 + c2}
-
-def _overflow_error(terms: dict[str, Tensor], z1: Tensor, z2: Tensor, gamma: float) -> ValueError:
-    "VICReg is not scale-free: the terms that overflowed, and the embeddings' largest |value|."
-    names = ' and '.join(name for name, t in terms.items() if not torch.isfinite(t))
-    if names == 'variance':  # each hinge is at most γ, whatever z1 and z2
-        return ValueError(f"gamma ({gamma:g}) is too large: VICReg's variance term, up to γ per "
-                          f"dimension, overflows {terms['variance'].dtype}")
-    largest = max(z1.detach().abs().max().item(), z2.detach().abs().max().item())
-    return ValueError(f"z1 and z2 (values up to {largest:.3g}) are too large for VICReg in "
-                      f"{terms['invariance'].dtype}: its {names} overflows (the invariance "
-                      "grows with their scale squared, the covariance with its 4th power); "
-                      "divide both by a constant")
-
-def vicreg_terms(
-    z1: Tensor, # (N, D) embeddings of the first views
-    z2: Tensor, # (N, D) embeddings of the second views
-    gamma: float = 1.0, # γ, the standard deviation each dimension is asked to reach
-    eps: float = 1e-4, # under the square root of each variance
-    check_values: bool = True, # False: NaN, inf, overflow unchecked (the trainer reads the loss)
-) -> dict[str, Tensor]: # 'invariance', 'variance', 'covariance': scalars, float32 or wider
-    "VICReg's three terms, normalised as in the official code (not the paper's equation 1)."
-    _check_rows(dict(z1=z1, z2=z2), check_values)
-    gamma = check_number(gamma, 'gamma', low=0.0)
-    eps = check_number(eps, 'eps', low=0.0, low_open=True)
-    terms = _vicreg_terms(z1, z2, gamma, eps)
+    # the three terms: inf (never NaN) where one exceeds the dtype
+    terms = {'invariance': F.mse_loss(_wide(z1), _wide(z2)), 'variance': v1 / 2 + v2 / 2,
+             'covariance': c1 + c2}
     if check_values and not torch.isfinite(torch.stack(list(terms.values()))).all():
-        raise _overflow_error(terms, z1, z2, gamma)
+        # VICReg is not scale-free: say which terms overflowed, and the embeddings' largest |value|
+        names = ' and '.join(name for name, t in terms.items() if not torch.isfinite(t))
+        if names == 'variance':  # each hinge is at most γ, whatever z1 and z2
+            raise ValueError(f"gamma ({gamma:g}) is too large: VICReg's variance term, up to γ "
+                             f"per dimension, overflows {terms['variance'].dtype}")
+        largest = max(z1.detach().abs().max().item(), z2.detach().abs().max().item())
+        raise ValueError(f"z1 and z2 (values up to {largest:.3g}) are too large for VICReg in "
+                         f"{terms['invariance'].dtype}: its {names} overflows (the invariance "
+                         "grows with their scale squared, the covariance with its 4th power); "
+                         "divide both by a constant")
     return terms
 
 def vicreg_loss(
