@@ -13,7 +13,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._checks import (check_bool, check_generator, check_indices, check_int,
+from ._checks import (check_bool, check_generator, check_int,
                                     check_number, check_positive_int, check_probability,
                                     check_temperature, check_tensor, check_type)
 from .infonce import (check_two_views, info_nce_inputs, nt_xent_inputs, reduce_loss,
@@ -24,11 +24,10 @@ from .pairs import instance_ids, pair_masks
 from .similarity import l2_normalize
 
 # %% auto #0
-__all__ = ['top_k_negatives', 'semi_hard_negatives', 'random_negatives', 'false_negative_share', 'hard_negative_loss',
-           'in_batch_negatives', 'in_batch_hard_negative_loss', 'HardNegativeOptions', 'HardNegativeSimCLR',
-           'importance_weighted_negatives', 'importance_weighted_nt_xent', 'ImportanceWeightedOptions',
-           'ImportanceWeightedSimCLR', 'mix_hard_negatives', 'MoCHiOptions', 'MoCHi', 'CrossBatchMemoryOptions',
-           'CrossBatchMemory', 'hardness_schedule']
+__all__ = ['top_k_negatives', 'semi_hard_negatives', 'random_negatives', 'hard_negative_loss', 'in_batch_negatives',
+           'in_batch_hard_negative_loss', 'HardNegativeOptions', 'HardNegativeSimCLR', 'importance_weighted_negatives',
+           'importance_weighted_nt_xent', 'ImportanceWeightedOptions', 'ImportanceWeightedSimCLR', 'mix_hard_negatives',
+           'MoCHiOptions', 'MoCHi', 'CrossBatchMemoryOptions', 'CrossBatchMemory', 'hardness_schedule']
 
 # %% ../nbs/07_hard_negatives.ipynb #b48023e5
 def _similarity_and_mask(similarities, negative_mask) -> tuple[Tensor, Tensor]:
@@ -101,29 +100,6 @@ def random_negatives(
     k = _check_count(k, negative_mask)
     scores = torch.rand(negative_mask.shape, generator=generator).to(negative_mask.device)
     return scores.masked_fill(~negative_mask, -1.0).topk(k, dim=1).indices
-
-def false_negative_share(
-    selection: Tensor, # (N, k) int column indices, or an (N, M) bool mask of selected candidates
-    anchor_labels: Tensor, # (N,) integer class of each anchor
-    candidate_labels: Tensor, # (M,) integer class of each candidate
-) -> float: # the fraction of selected negatives whose class is their anchor's; NaN if none
-    "Of all selected negatives, the fraction that share their anchor's class: false negatives."
-    check_tensor(anchor_labels, 'anchor_labels', ndim=1, dtype='int')
-    check_tensor(candidate_labels, 'candidate_labels', ndim=1, dtype='int')
-    check_tensor(selection, 'selection', ndim=2)
-    if len(selection) != len(anchor_labels):
-        raise ValueError(f"selection has {len(selection)} rows but anchor_labels has "
-                         f"{len(anchor_labels)}: one row per anchor")
-    same = anchor_labels[:, None] == candidate_labels[None, :]            # (N, M)
-    if selection.dtype == torch.bool:
-        if selection.shape != same.shape:
-            raise ValueError(f"a mask selection must have shape {tuple(same.shape)}, "
-                             f"got {tuple(selection.shape)}")
-        chosen = int(selection.sum())
-        return float('nan') if chosen == 0 else int((same & selection).sum()) / chosen
-    check_indices(selection.flatten(), 'selection', len(candidate_labels))
-    if selection.numel() == 0: return float('nan')
-    return same.gather(1, selection.long()).double().mean().item()
 
 # %% ../nbs/07_hard_negatives.ipynb #a92c8fd7
 def _hard_negative_logit_loss(

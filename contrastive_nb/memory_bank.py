@@ -19,7 +19,6 @@ from ._checks import (check_choice, check_generator, check_indices, check_int,
                                     check_temperature, check_tensor, check_seed, check_bool,
                                     check_type)
 from .compat import moved
-from .evaluate import embed
 from .infonce import info_nce, train_method
 from .methods import (Batch, ContrastiveMethod, MethodOptions, MethodSetup,
                                     check_options, register_method)
@@ -30,7 +29,7 @@ def __getattr__(name: str): return moved('memory_bank', name)  # renamed: compat
 
 # %% auto #0
 __all__ = ['momentum_blend', 'merge_duplicates', 'negative_indices', 'shared_negative_indices', 'MemoryBank', 'MemoryBankOptions',
-           'MemoryBankMethod', 'train_memory_bank', 'bank_staleness']
+           'MemoryBankMethod', 'train_memory_bank']
 
 # %% ../nbs/05_memory_bank.ipynb #4f4bc1d1
 def momentum_blend(
@@ -295,25 +294,3 @@ def train_memory_bank(
     return train_method(method, images, policy, epochs=epochs, batch_size=batch_size, lr=lr,
                         weight_decay=weight_decay, seed=seed, progress=progress,
                         desc=f'memory bank, K={k}, m={bank.momentum}', callback=callback)
-
-# %% ../nbs/05_memory_bank.ipynb #b69b417d
-def bank_staleness(
-    bank: MemoryBank, # the bank to inspect
-    encoder: nn.Module, # the current encoder
-    head: nn.Module, # the current projection head
-    images: Tensor, # (N, 3, H, W) the images of the rows to inspect
-    indices: Tensor, # (N,) their rows in the bank
-) -> Tensor: # (N,) cosine of each stored row with its image's current embedding; 1 = up to date
-    "How far each stored row is from what the current network (in eval mode) says about it."
-    check_type(bank, 'bank', MemoryBank)
-    stored = bank(indices)
-    check_tensor(images, 'images', ndim=4)
-    if len(images) != len(stored):
-        raise ValueError(f"images must have one image per index: {len(stored)} indices, "
-                         f"got {len(images)} images")
-    current = embed(nn.Sequential(encoder, head), images).to(bank.memory.device, bank.memory.dtype)
-    if current.shape != stored.shape:  # a network of another width than the bank's rows
-        raise ValueError(f"head(encoder(images)) gives {current.shape[1]} features per image but "
-                         f"the bank stores {stored.shape[1]}: inspect the bank with the network "
-                         "that fills it")
-    return (stored * l2_normalize(current)).sum(1)

@@ -7,7 +7,6 @@ Docs: https://contrastive-nb.github.io/contrastive_nb/pairs.html.md"""
 # %% ../nbs/01_pairs.ipynb #088b8b14
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 
@@ -24,7 +23,7 @@ from ._checks import (check_ids, check_int, check_number, check_positive_int,
 # %% auto #0
 __all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'check_synonyms', 'delete_words',
            'replace_synonyms', 'mask_span', 'ticket_view', 'temporal_pair_masks', 'position_phrase', 'shape_captions',
-           'expected_false_negatives', 'chance_of_false_negative']
+           'expected_false_negatives']
 
 # %% ../nbs/01_pairs.ipynb #67644cad
 def pair_masks(
@@ -259,20 +258,3 @@ def expected_false_negatives(
     if dataset_size is None: same = 1 / n_classes
     else: same = (dataset_size // n_classes - 1) / max(dataset_size - 1, 1)
     return n_views * (batch_size - 1) * same
-
-def _log_choose(n: int, k: int) -> float:
-    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-
-def chance_of_false_negative(
-    batch_size: int, # B sources per batch
-    n_classes: int, # C balanced classes
-    dataset_size: int | None = None, # N: draw without replacement from N samples; None: with
-) -> float: # probability that an anchor has at least one same-class negative in its batch
-    "Probability that at least one of the other B − 1 sources of a batch shares the anchor's class."
-    batch_size, n_classes, dataset_size = _check_batch(batch_size, n_classes, dataset_size)
-    if dataset_size is None: return 1 - (1 - 1 / n_classes) ** (batch_size - 1)
-    others, same = dataset_size - 1, dataset_size // n_classes - 1
-    if batch_size - 1 > others - same: return 1.0  # too few other-class samples to fill a batch
-    # No false negative: all B − 1 batch mates come from the other classes.
-    log_none = _log_choose(others - same, batch_size - 1) - _log_choose(others, batch_size - 1)
-    return 1 - math.exp(log_none)

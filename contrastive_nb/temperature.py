@@ -19,7 +19,7 @@ from .augment import AugmentationPolicy
 from .infonce import train_simclr
 
 # %% auto #0
-__all__ = ['negative_gradient_shares', 'hardest_negative_share', 'LearnableTemperature', 'simclr_states']
+__all__ = ['negative_gradient_shares', 'LearnableTemperature', 'simclr_states']
 
 # %% ../nbs/04_temperature.ipynb #b444dec5
 def _candidates(similarities) -> Tensor:
@@ -65,29 +65,6 @@ def negative_gradient_shares(
     "Each negative's share of InfoNCE's push, softmax(s_k / τ) (Wang & Liu's relative penalty)."
     s = _candidates(similarities)
     return _shares(s, _per_list_temperature(temperature, s.shape[:-1]))
-
-# %% ../nbs/04_temperature.ipynb #187049ce
-def _temperature_list(temperatures) -> Tensor:
-    "A non-empty 1-D sequence of positive finite temperatures, as float64."
-    ndim = getattr(temperatures, 'ndim', 1)  # tensors and numpy arrays: iterating a 2-D one
-    if ndim != 1:                            # gives rows, not numbers
-        one = "; wrap one τ in a list: [τ]" if ndim == 0 else ""
-        raise ValueError(f"temperatures must be 1-D, got shape {tuple(temperatures.shape)}{one}")
-    if isinstance(temperatures, (str, bytes)) or not hasattr(temperatures, '__iter__'):
-        raise TypeError(f"temperatures must be a sequence or a 1-D tensor of temperatures, got "
-                        f"{type(temperatures).__name__}; wrap one τ in a list: [{temperatures!r}]")
-    values = [float(check_temperature(t, 'temperatures')) for t in temperatures]
-    if not values: raise ValueError("temperatures is empty: give at least one τ")
-    return torch.tensor(values, dtype=torch.float64)
-
-def hardest_negative_share(
-    similarities: Tensor, # (..., 1 + K) similarities to an anchor: the positive first, then K >= 1
-    temperatures, # (T,) temperatures, a 1-D tensor or a sequence of floats
-) -> Tensor: # (T, ...) the most similar negative's share of the push, at each τ
-    "The hardest negative's share of InfoNCE's push on the negatives, at each temperature."
-    s = _candidates(similarities)
-    t = _temperature_list(temperatures).to(s.device)
-    return _shares(s, t.reshape(-1, *[1] * (s.ndim - 1))).amax(-1)
 
 # %% ../nbs/04_temperature.ipynb #bd8c0746
 class _ClampedExp(torch.autograd.Function):

@@ -23,25 +23,23 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import (check_bool, check_choice, check_ids, check_indices, check_int,
-                                    check_number, check_path, check_positive_int, check_probability,
+                                    check_number, check_path, check_positive_int,
                                     check_seed, check_tensor, check_type, zip_damage)
-from .data import check_tickets
 from .debiased import supcon_loss
 from .evaluate import first_relevant_rank, ranking_metrics
 from .hard_negatives import top_k_negatives
 from .infonce import reduce_loss, unit_rows, floor_at_zero, REDUCTIONS
 from .loop import History, Loop, Progress
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
-from .pairs import TICKET_SYNONYMS, check_synonyms, delete_words, replace_synonyms
 from .pretrained import _is_pretrained, load_record, pretrained_record
 from .runs import CheckpointError, save_checkpoint
 
 # %% auto #0
-__all__ = ['PARAPHRASE_SYNONYMS', 'LEXICAL_METHODS', 'TEXT_LOSSES', 'FUSION_NORMALISATIONS', 'tokenize', 'hashed_ngrams',
-           'TextEncoder', 'split_by_message', 'paraphrase_tickets', 'char_ngram_jaccard', 'near_duplicates',
-           'lexical_scores', 'bootstrap_ci', 'mnrl_loss', 'matryoshka_loss', 'mine_hard_negatives', 'TextPairOptions',
-           'TextPairs', 'train_text_encoder', 'tie_ranks', 'reciprocal_rank_fusion', 'weighted_score_fusion',
-           'choose_fusion', 'TicketSearch', 'margin_negatives', 'fine_tune']
+__all__ = ['LEXICAL_METHODS', 'TEXT_LOSSES', 'FUSION_NORMALISATIONS', 'tokenize', 'hashed_ngrams', 'TextEncoder',
+           'char_ngram_jaccard', 'near_duplicates', 'lexical_scores', 'bootstrap_ci', 'mnrl_loss', 'matryoshka_loss',
+           'mine_hard_negatives', 'TextPairOptions', 'TextPairs', 'train_text_encoder', 'tie_ranks',
+           'reciprocal_rank_fusion', 'weighted_score_fusion', 'choose_fusion', 'TicketSearch', 'margin_negatives',
+           'fine_tune']
 
 # %% ../nbs/11_text_retrieval.ipynb #b3c55730
 def _ranges(codes) -> str:
@@ -195,68 +193,6 @@ class TextEncoder(nn.Module):
                    for i in range(0, len(texts), batch_size)]
         finally: self.train(was_training)
         return torch.cat(out)
-
-# %% ../nbs/11_text_retrieval.ipynb #2ccaa628
-def split_by_message(
-    df: pd.DataFrame, # tickets (`TICKET_COLUMNS`)
-    queries_per_problem: int = 2, # tickets of each problem held out as queries
-    seed: int = 0, # which tickets are held out
-) -> tuple[pd.DataFrame, pd.DataFrame]: # (corpus, queries); every problem is on both sides
-    "Hold out `queries_per_problem` tickets of every problem as queries; the rest is the corpus."
-    check_tickets(df)
-    k = check_positive_int(queries_per_problem, 'queries_per_problem')
-    rng = np.random.default_rng(check_seed(seed))
-    sizes = df.groupby('problem_id').size()
-    if len(sizes) == 0: raise ValueError("df has no tickets")
-    if (sizes <= k).any():
-        raise ValueError(f"queries_per_problem = {k} leaves no corpus ticket for problem "
-                         f"{sizes[sizes <= k].index[0]} ({sizes.min()} tickets)")
-    held = []
-    for _, rows in sorted(df.groupby('problem_id').groups.items()):
-        held.extend(rng.choice(sorted(rows), k, replace=False).tolist())
-    is_query = df.index.isin(held)
-    return df[~is_query].reset_index(drop=True), df[is_query].reset_index(drop=True)
-
-# %% ../nbs/11_text_retrieval.ipynb #3ae9ae48
-PARAPHRASE_SYNONYMS: dict[str, tuple[str, ...]] = {
-    **TICKET_SYNONYMS,
-    'charged': ('billed', 'debited'), 'payment': ('charge',), 'card': ('visa',),
-    'phone': ('mobile', 'iphone', 'android'), 'sync': ('synchronisation',),
-    'syncing': ('updating',), 'crashes': ('quits', 'closes'), 'plan': ('subscription',),
-    'subscription': ('plan', 'membership'), 'password': ('passcode',), 'code': ('pin',),
-    'codes': ('pins',), 'export': ('save',), 'workspace': ('team space',),
-    'broken': ('not working',), 'stopped': ('quit',),
-}
-_CLAUSE = re.compile(r"(?<=[.!?;,])\s+")
-
-def paraphrase_tickets(
-    df: pd.DataFrame, # tickets (`TICKET_COLUMNS`) to paraphrase; nothing else is read
-    n_per_problem: int = 20, # new texts per problem
-    synonym_p: float = 0.5, # chance of replacing each word that has synonyms: the overlap knob
-    drop_p: float = 0.1, # chance of dropping each word
-    seed: int = 0, # same seed, same texts
-    synonyms: dict[str, tuple[str, ...]] | None = None, # word -> options; None: the default table
-) -> pd.DataFrame: # problem_id, intent, text, sources (the ticket_ids it was built from)
-    "Seeded paraphrases: clauses of two tickets of one problem joined, then synonyms and deletions."
-    check_tickets(df)
-    if len(df) == 0: raise ValueError("df has no tickets to paraphrase")
-    n_per_problem = check_positive_int(n_per_problem, 'n_per_problem')
-    synonym_p = check_probability(synonym_p, 'synonym_p')
-    drop_p = check_probability(drop_p, 'drop_p')
-    rng = np.random.default_rng(check_seed(seed))
-    table = PARAPHRASE_SYNONYMS if synonyms is None else check_synonyms(synonyms)
-    rows = []
-    for problem, group in df.groupby('problem_id', sort=True):
-        texts, ids = list(group.text), list(group.ticket_id)
-        for _ in range(n_per_problem):
-            a, b = rng.choice(len(texts), 2, replace=len(texts) < 2)
-            first, second = _CLAUSE.split(texts[a]), _CLAUSE.split(texts[b])
-            i, j = rng.integers(len(first)), rng.integers(len(second))
-            # up to two clauses ending at clause i of one ticket, two from clause j of the other
-            text = ' '.join(first[max(0, i - 1):i + 1] + second[j:j + 2])
-            text = delete_words(replace_synonyms(text, synonym_p, rng, table), drop_p, rng)
-            rows.append((problem, group.intent.iloc[0], text, f'{ids[a]}+{ids[b]}'))
-    return pd.DataFrame(rows, columns=['problem_id', 'intent', 'text', 'sources'])
 
 # %% ../nbs/11_text_retrieval.ipynb #c835a2a2
 def char_ngram_jaccard(

@@ -22,7 +22,6 @@ def two_view_loss(method, view1, view2, labels=torch.tensor([0, 1, 0, 1])):
 def cases():
     h = _mod('hard_negatives')
     sims = unit(6, 4) @ unit(6, 4).T
-    labels = torch.tensor([0, 1, 2, 0, 1, 2])
 
     def mochi(**options):
         encoder, head = _encoder_head()
@@ -48,11 +47,6 @@ def cases():
                                           negative_mask=_mask(), margin=0.3))],
         'random_negatives': [Case(lambda negative_mask, k: h.random_negatives(negative_mask, k, gen()),
                                   dict(negative_mask=_mask(), k=3))],
-        'false_negative_share': [Case(h.false_negative_share,
-                                      dict(selection=torch.tensor([[1, 2]] * 6), anchor_labels=labels,
-                                           candidate_labels=labels), indices=('selection',)),
-                                 Case(h.false_negative_share, dict(selection=_mask(), anchor_labels=labels,
-                                                                   candidate_labels=labels), 'mask')],
         'hard_negative_loss': [Case(h.hard_negative_loss,
                                     dict(query=feats(), positive=feats(seed=1), negatives=feats(8, seed=2),
                                          temperature=0.1, hard_weight=0.5, num_hard=3, reduction='mean'),

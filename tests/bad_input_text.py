@@ -5,7 +5,7 @@ from pathlib import Path
 import torch
 from test_bad_input import Case, feats, _mod
 
-CONSTANTS = {'LEXICAL_METHODS', 'TEXT_LOSSES', 'PARAPHRASE_SYNONYMS', 'FUSION_NORMALISATIONS'}
+CONSTANTS = {'LEXICAL_METHODS', 'TEXT_LOSSES', 'FUSION_NORMALISATIONS'}
 
 TEXTS = ['I was charged twice', 'my payment appears two times', 'the app crashes',
          'app quits on start', 'cancel my plan', 'stop my subscription']
@@ -37,8 +37,6 @@ def _pool_with_pairs() -> torch.Tensor:
 
 def cases():
     t = _mod('text')
-    tickets = _mod('data').load_tickets()
-    small = tickets[tickets.problem_id.isin(['P001', 'P002', 'P013'])].reset_index(drop=True)
     enc = _encoder()
     ids, offsets = enc.featurize(TEXTS[:3])
     views = dict(anchors=feats(6, 4), positives=feats(6, 4, seed=1))
@@ -54,13 +52,6 @@ def cases():
                              dict(ids=ids, offsets=offsets), 'forward', indices=('ids', 'offsets')),
                         Case(lambda texts, batch_size: _encoder().encode(texts, batch_size),
                              dict(texts=TEXTS, batch_size=2), 'encode')],
-        'paraphrase_tickets': [Case(t.paraphrase_tickets, dict(df=small, n_per_problem=2,
-                                                               synonym_p=0.5, drop_p=0.1, seed=0)),
-                               Case(t.paraphrase_tickets, dict(df=small, n_per_problem=2,
-                                                               synonyms={'charged': ('billed',)}),
-                                    'own synonyms')],
-        'split_by_message': [Case(t.split_by_message, dict(df=small, queries_per_problem=2,
-                                                           seed=0))],
         'char_ngram_jaccard': [Case(t.char_ngram_jaccard, dict(texts_a=TEXTS[:3],
                                                                texts_b=TEXTS[3:], n=3))],
         'near_duplicates': [Case(t.near_duplicates, dict(texts_a=TEXTS[:3], texts_b=TEXTS,

@@ -158,8 +158,6 @@ def _pairs():
         'shape_captions': [Case(p.shape_captions, dict(factors=factors))],
         'expected_false_negatives': [Case(p.expected_false_negatives, dict(batch_size=8, n_classes=4, n_views=2,
                                                                          dataset_size=100))],
-        'chance_of_false_negative': [Case(p.chance_of_false_negative, dict(batch_size=8, n_classes=4,
-                                                                         dataset_size=100))],
     }
 
 def _augment():
@@ -266,8 +264,6 @@ def _temperature():
     sims = torch.tensor([[0.9, 0.5, 0.1, -0.2], [0.3, 0.2, 0.8, 0.0]])
     return {
         'negative_gradient_shares': [Case(t.negative_gradient_shares, dict(similarities=sims, temperature=0.1))],
-        'hardest_negative_share': [Case(t.hardest_negative_share, dict(similarities=sims,
-                                                                       temperatures=torch.tensor([0.05, 0.1, 1.0])))],
         'simclr_states': [Case(lambda images, epochs, batch_size, temperature, lr, seed:
                                t.simclr_states(*_encoder_head(), images, _small_policy(), epochs, batch_size,
                                                temperature, lr, seed),
@@ -301,10 +297,6 @@ def _memory_bank():
         method.after_step()
         return method.bank.memory
 
-    def staleness(images, indices):
-        encoder, head = _encoder_head()
-        return m.bank_staleness(bank(), encoder, head, images, indices)
-
     return {
         'momentum_blend': [Case(m.momentum_blend, dict(rows=unit(), new=unit(seed=1), momentum=0.5))],
         'merge_duplicates': [Case(m.merge_duplicates, dict(indices=torch.tensor([0, 3, 0, 5, 1, 3]), embeddings=unit()),
@@ -328,8 +320,6 @@ def _memory_bank():
                             indices=('indices',), deterministic=False)],
         'train_memory_bank': [Case(train, dict(images=images(8), k=3, epochs=1, batch_size=4, temperature=0.1,
                                                lr=1e-3))],
-        'bank_staleness': [Case(staleness, dict(images=images(3), indices=torch.tensor([0, 4, 7])),
-                                indices=('indices',))],
         'MemoryBankOptions': [Case(m.MemoryBankOptions, dict(temperature=0.1, k=3, momentum=0.5, negatives='shared'),
                                    choices=('negatives',))],
         'MemoryBankMethod': [Case(lambda view, indices, negatives: _method_loss(method(negatives), [view], indices),

@@ -140,7 +140,7 @@ def test_importance_weighting_rejects_bad_batches():
 
 # --- selection ------------------------------------------------------------------------------------------------------
 
-from contrastive_nb.hard_negatives import (CrossBatchMemory, CrossBatchMemoryOptions, MoCHi, false_negative_share,
+from contrastive_nb.hard_negatives import (CrossBatchMemory, CrossBatchMemoryOptions, MoCHi,
                                            hard_negative_loss, hardness_schedule, in_batch_hard_negative_loss,
                                            in_batch_negatives, mix_hard_negatives, random_negatives,
                                            semi_hard_negatives, top_k_negatives)
@@ -218,17 +218,6 @@ def test_selection_rejects_bad_masks():
         top_k_negatives(sims, torch.ones(3, 5, dtype=torch.bool), 1)
     with pytest.raises(ValueError, match='similarities'):
         top_k_negatives(torch.full((3, 4), float('nan')), torch.ones(3, 4, dtype=torch.bool), 1)
-
-def test_false_negative_share_by_hand():
-    labels = torch.tensor([0, 1, 0, 2])
-    idx = torch.tensor([[2, 1], [3, 0], [0, 3], [1, 2]])
-    assert false_negative_share(idx, labels, labels) == pytest.approx(2 / 8)
-    mask = torch.zeros(4, 4, dtype=torch.bool)
-    mask[0, 2] = mask[1, 3] = mask[2, 3] = True
-    assert false_negative_share(mask, labels, labels) == pytest.approx(1 / 3)
-    assert math.isnan(false_negative_share(torch.zeros(4, 4, dtype=torch.bool), labels, labels))
-    with pytest.raises(ValueError, match='selection'):
-        false_negative_share(torch.tensor([[4]] * 4), labels, labels)
 
 # --- the hard-negative loss -----------------------------------------------------------------------------------------
 

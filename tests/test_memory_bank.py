@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from torch import nn
 
 from contrastive_nb.infonce import info_nce
-from contrastive_nb.memory_bank import (MemoryBank, bank_staleness, merge_duplicates, momentum_blend,
+from contrastive_nb.memory_bank import (MemoryBank, merge_duplicates, momentum_blend,
                                         negative_indices, shared_negative_indices, train_memory_bank)
 from contrastive_nb.augment import AugmentationPolicy, augment_batch
 
@@ -358,9 +358,7 @@ def _index_calls(bank: MemoryBank) -> dict:
             'sample_shared_negatives': lambda i: bank.sample_shared_negatives(i, 3),
             'negative_indices': lambda i: negative_indices(i, n, 3),
             'shared_negative_indices': lambda i: shared_negative_indices(i, n, 3),
-            'merge_duplicates': lambda i: merge_duplicates(i, torch.randn(len(i), bank.dim)),
-            'bank_staleness': lambda i: bank_staleness(bank, nn.Identity(), nn.Identity(),
-                                                       torch.rand(len(i), bank.dim, 1, 1), i)}
+            'merge_duplicates': lambda i: merge_duplicates(i, torch.randn(len(i), bank.dim))}
 
 @pytest.mark.parametrize('name', list(_index_calls(BANK)))
 def test_a_uint8_index_as_long_as_the_bank_is_refused_not_read_as_a_mask(name):
@@ -536,35 +534,3 @@ def test_training_loop_refuses_bad_setups():
         train_memory_bank(encoder, head, [[0.0]], MemoryBank(6, 6), progress=False)
     with pytest.raises(TypeError, match='bank must be a MemoryBank'):
         train_memory_bank(encoder, head, torch.rand(6, 3, 8, 8), torch.zeros(6, 6), progress=False)
-
-def test_staleness_is_one_right_after_a_fresh_write():
-    _, _, _, encoder, head, images = tiny_run()
-    bank = MemoryBank(12, 6, momentum=0.0)
-    encoder.eval()
-    head.eval()
-    with torch.no_grad(): bank.update(torch.arange(12), head(encoder(images)))
-    encoder.train()
-    cos = bank_staleness(bank, encoder, head, images, torch.arange(12))
-    assert torch.allclose(cos, torch.ones(12), atol=1e-5) and encoder.training and not head.training
-
-def test_staleness_is_the_cosine_with_the_eval_embedding():
-    _, _, _, encoder, head, images = tiny_run()
-    bank = MemoryBank(12, 6, seed=7)
-    idx = torch.tensor([5, 0, 11])
-    cos = bank_staleness(bank, encoder, head, images[idx], idx)
-    net = nn.Sequential(encoder, head).eval()
-    with torch.no_grad(): want = F.cosine_similarity(bank.memory[idx], net(images[idx]), dim=1)
-    assert torch.allclose(cos, want, atol=1e-5)
-
-def test_staleness_refuses_mismatched_input():
-    _, _, _, encoder, head, images = tiny_run()
-    bank = MemoryBank(12, 6)
-    with pytest.raises(ValueError, match='one image per index: 2 indices, got 12'):
-        bank_staleness(bank, encoder, head, images, torch.tensor([0, 1]))
-    with pytest.raises(TypeError, match='bank must be a MemoryBank'):
-        bank_staleness(torch.zeros(12, 6), encoder, head, images, torch.arange(12))
-    with pytest.raises(ValueError, match='negatives are refused'):
-        bank_staleness(bank, encoder, head, images[:1], torch.tensor([-1]))
-    wider = MemoryBank(12, 7)  # the network gives 6 features: a RuntimeError from a product before
-    with pytest.raises(ValueError, match='6 features per image but the bank stores 7'):
-        bank_staleness(wider, encoder, head, images, torch.arange(12))

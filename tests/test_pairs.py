@@ -1,5 +1,4 @@
 """Package tests for contrastive_nb.pairs: pair masks, views, text views, other positives, false negatives."""
-import math
 from types import MappingProxyType
 
 import numpy as np
@@ -12,7 +11,7 @@ from torchvision.transforms import v2
 
 from contrastive_nb.augment import AugmentationPolicy, simclr_transform
 from contrastive_nb.data import make_shapes
-from contrastive_nb.pairs import (TICKET_SYNONYMS, MultiViewDataset, chance_of_false_negative, delete_words,
+from contrastive_nb.pairs import (TICKET_SYNONYMS, MultiViewDataset, delete_words,
                                   expected_false_negatives, flatten_views, instance_ids, mask_span, pair_masks,
                                   position_phrase, replace_synonyms, shape_captions, temporal_pair_masks, ticket_view)
 
@@ -284,26 +283,24 @@ def _simulate_with_replacement(b, c, n_batches, seed=0):
     labels = torch.randint(c, (n_batches, b), generator=g)
     counts = torch.zeros(n_batches, c).scatter_add_(1, labels, torch.ones(n_batches, b))
     others = counts.gather(1, labels) - 1
-    return others.mean().item(), (others > 0).float().mean().item()
+    return others.mean().item()
 
 @pytest.mark.parametrize('b, c', [(2, 2), (16, 10), (256, 10), (4096, 1000), (100, 1)])
 def test_false_negative_formula_matches_simulation_with_replacement(b, c):
-    mean, any_ = _simulate_with_replacement(b, c, max(400, 400_000 // b))
+    mean = _simulate_with_replacement(b, c, max(400, 400_000 // b))
     assert mean == pytest.approx(expected_false_negatives(b, c), rel=0.03, abs=0.01)
-    assert any_ == pytest.approx(chance_of_false_negative(b, c), abs=0.02)
 
 @pytest.mark.parametrize('b, c, n', [(8, 4, 40), (50, 10, 100), (64, 10, 1000), (10, 5, 10)])
 def test_false_negative_formula_matches_simulation_without_replacement(b, c, n):
     labels = torch.arange(n) % c
     g = torch.Generator().manual_seed(0)
-    means, anys = [], []
+    means = []
     for _ in range(2000):
         batch = labels[torch.randperm(n, generator=g)[:b]]
         others = torch.bincount(batch, minlength=c)[batch] - 1
-        means.append(others.float().mean()); anys.append((others > 0).float().mean())
+        means.append(others.float().mean())
     assert torch.stack(means).mean().item() == pytest.approx(expected_false_negatives(b, c, dataset_size=n),
                                                              rel=0.03, abs=0.01)
-    assert torch.stack(anys).mean().item() == pytest.approx(chance_of_false_negative(b, c, dataset_size=n), abs=0.02)
 
 def test_false_negatives_counted_with_the_masks():
     labels = torch.randint(5, (40,), generator=torch.Generator().manual_seed(0))
@@ -315,22 +312,15 @@ def test_false_negatives_counted_with_the_masks():
 def test_false_negative_numbers_from_the_literature():
     assert expected_false_negatives(4096, 1000) == pytest.approx(4.095)
     assert expected_false_negatives(4096, 1000, n_views=2) == pytest.approx(8.19)
-    # exact: V (B - 1) P = 1 * 0 * 0.1 and 1 - 0.9 ** 0 = 1 - 1.0 are 0.0 with no rounding
-    assert expected_false_negatives(1, 10) == 0 and chance_of_false_negative(1, 10) == 0
-    # only 18 samples of other classes: returned as the literal 1.0, so exact
-    assert chance_of_false_negative(20, 10, dataset_size=20) == 1.0
-    # N = 20, C = 2: of the anchor's 19 possible batch mates 9 share its class; no false negative = all 3 from the
-    # other 10.
-    assert chance_of_false_negative(4, 2, dataset_size=20) == pytest.approx(1 - math.comb(10, 3) / math.comb(19, 3))
+    # exact: V (B - 1) P = 1 * 0 * 0.1 is 0.0 with no rounding
+    assert expected_false_negatives(1, 10) == 0
 
 @pytest.mark.parametrize('call, error', [
     (lambda: expected_false_negatives(0, 10), ValueError), (lambda: expected_false_negatives(10, 0), ValueError),
     (lambda: expected_false_negatives(10, 3, dataset_size=100), ValueError),
     (lambda: expected_false_negatives(10, 5, dataset_size=5), ValueError),
     (lambda: expected_false_negatives(10, 5, n_views=0), ValueError),
-    (lambda: chance_of_false_negative(10, 3, dataset_size=100), ValueError),
     (lambda: expected_false_negatives(True, 10), TypeError), (lambda: expected_false_negatives(10.0, 10), TypeError),
-    (lambda: chance_of_false_negative(10, 2.5), TypeError),
     (lambda: expected_false_negatives(10, 5, n_views=2.0), TypeError)])
 def test_false_negative_formulas_reject_bad_input(call, error):
     with pytest.raises(error): call()

@@ -19,7 +19,7 @@ from contrastive_nb.evaluate import linear_probe
 from contrastive_nb.infonce import train_on_pairs
 from contrastive_nb.memory_bank import MemoryBank, train_memory_bank
 from contrastive_nb.moco import MoCoQueue
-from contrastive_nb.text import bootstrap_ci, paraphrase_tickets, split_by_message, train_text_encoder
+from contrastive_nb.text import bootstrap_ci, train_text_encoder
 from contrastive_nb.training import TrainConfig
 
 shapes = make_shapes(8, size=8, seed=0)
@@ -45,8 +45,6 @@ CALLS = {
     'grad_cache_benchmark': lambda s: grad_cache_benchmark(4, seed=s),
     # numpy's generators alone, yet one rule: 2**70 was taken here and refused everywhere else
     'split_tickets': lambda s: split_tickets(load_tickets(), seed=s),
-    'split_by_message': lambda s: split_by_message(load_tickets(), seed=s),
-    'paraphrase_tickets': lambda s: paraphrase_tickets(load_tickets().head(4), n_per_problem=1, seed=s),
     'bootstrap_ci': lambda s: bootstrap_ci([0.0, 1.0, 1.0], n_boot=10, seed=s),
     'write_fashion_mnist_fixture': lambda s: write_fashion_mnist_fixture(tempfile.mkdtemp(), seed=s),
     'TrainConfig(seed)': lambda s: TrainConfig(seed=s),

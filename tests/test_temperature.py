@@ -1,14 +1,13 @@
 """Package tests for contrastive_nb.temperature: gradient shares, the learnable temperature, half precision at low τ."""
 import math
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
 from contrastive_nb.infonce import info_nce, nt_xent
-from contrastive_nb.temperature import LearnableTemperature, hardest_negative_share, negative_gradient_shares
+from contrastive_nb.temperature import LearnableTemperature, negative_gradient_shares
 
 F64 = torch.float64
 
@@ -81,27 +80,6 @@ def test_shares_accept_a_differentiable_temperature():
     negative_gradient_shares(torch.tensor([0.8, 0.6, 0.2], dtype=F64), tau)[0].backward()
     assert tau.grad < 0  # a warmer softmax gives the hardest negative less
 
-# --- hardest_negative_share ----------------------------------------------------------------------------------------
-
-def test_hardest_share_shape_and_values():
-    sims = torch.rand(4, 9, dtype=F64, generator=torch.Generator().manual_seed(1))
-    taus = [0.05, 0.2, 1.0]
-    out = hardest_negative_share(sims, taus)
-    assert out.shape == (3, 4)
-    for i, t in enumerate(taus):
-        assert torch.allclose(out[i], autograd_shares(sims, torch.full((4,), t, dtype=F64)).amax(1))
-    assert hardest_negative_share(sims[0], torch.tensor(taus)).shape == (3,)
-
-@settings(max_examples=30, deadline=None)
-@given(candidate_lists)
-def test_hardest_share_falls_from_one_to_one_over_k(sims):
-    taus = torch.logspace(-3, 4, 60, dtype=F64)
-    share = hardest_negative_share(sims, taus)
-    k = sims.shape[-1] - 1
-    assert (share[1:] <= share[:-1] + 1e-12).all()  # non-increasing in τ
-    assert (share >= 1 / k - 1e-12).all() and (share <= 1 + 1e-12).all()
-    assert torch.allclose(share[-1], torch.full_like(share[-1], 1 / k), atol=1e-3)
-
 # --- bad inputs ----------------------------------------------------------------------------------------------------
 
 SIMS = torch.tensor([0.8, 0.6, 0.2])
@@ -121,21 +99,6 @@ def test_temperatures_that_do_not_broadcast():
         negative_gradient_shares(torch.rand(5, 4), torch.full((3,), 0.1))
     assert negative_gradient_shares(torch.rand(2, 5, 4), torch.full((5,), 0.1)).shape == (2, 5, 3)
 
-@pytest.mark.parametrize('temps', [[0.1, 0.0], [float('nan')], [-1.0]])
-def test_bad_temperatures_in_a_sweep(temps):
-    with pytest.raises(ValueError, match='temperature'):
-        hardest_negative_share(SIMS, temps)
-
-@pytest.mark.parametrize('temps', [[], torch.ones(2, 2), torch.ones(0)])
-def test_temperatures_must_be_a_nonempty_1d_sequence(temps):
-    with pytest.raises(ValueError, match='temperatures'):
-        hardest_negative_share(SIMS, temps)
-
-@pytest.mark.parametrize('temps', [0.1, 'abc', [[0.1, 0.2]], [True], ['0.1'], [None], torch.tensor([1, 2])])
-def test_temperatures_of_the_wrong_type(temps):
-    with pytest.raises(TypeError, match='temperature'):
-        hardest_negative_share(SIMS, temps)
-
 @pytest.mark.parametrize('sims, error, match', [
     (torch.tensor([0.8]), ValueError, 'negatives'),
     (torch.tensor(0.8), ValueError, 'negatives'),
@@ -148,8 +111,6 @@ def test_temperatures_of_the_wrong_type(temps):
 def test_bad_similarities(sims, error, match):
     with pytest.raises(error, match=match):
         negative_gradient_shares(sims, 0.1)
-    with pytest.raises(error, match=match):
-        hardest_negative_share(sims, [0.1])
 
 @pytest.mark.parametrize('tau', [0.0, -0.5])
 def test_losses_refuse_a_nonpositive_tensor_temperature(tau):
@@ -323,7 +284,6 @@ def test_tiny_temperature_in_any_dtype_is_exact(dtype, tau):
     shares = negative_gradient_shares(sims, tau)
     assert shares.dtype == dtype and torch.isfinite(shares).all()
     assert torch.allclose(shares.double(), torch.tensor([[1.0, 0.0, 0.0]], dtype=F64), atol=1e-4)
-    assert torch.isfinite(hardest_negative_share(sims, [tau, 1.0])).all()
 
 @pytest.mark.parametrize('dtype', [torch.float16, torch.bfloat16])
 def test_half_similarities_match_float64(dtype):
@@ -345,7 +305,6 @@ def test_empty_batch_and_noncontiguous_lists():
     assert negative_gradient_shares(torch.rand(0, 5), 0.1).shape == (0, 4)
     sims = torch.rand(5, 6, dtype=F64, generator=torch.Generator().manual_seed(4))
     assert torch.allclose(negative_gradient_shares(sims.T, 0.3), negative_gradient_shares(sims.T.contiguous(), 0.3))
-    assert hardest_negative_share(sims.T, [0.1, 1.0]).shape == (2, 6)
 
 @pytest.mark.parametrize('kwargs', [dict(init=True), dict(init='0.07'), dict(max_scale=None), dict(min_scale=[1.0])])
 def test_learnable_temperature_wrong_types(kwargs):
@@ -379,18 +338,6 @@ def test_logits_that_overflow_float16_raise_instead_of_becoming_inf():
     with pytest.raises(ValueError, match='overflows torch.float16'): module(torch.ones(3).half())
     assert torch.isfinite(module(torch.ones(3))).all()
     assert torch.isfinite(LearnableTemperature()(torch.ones(3).half())).all()  # CLIP's 100 fits float16
-
-@pytest.mark.parametrize('temperatures, shape', [(np.array([[0.1, 0.2]]), r'\(1, 2\)'),
-                                                 (np.array(0.1), r'\(\)'),
-                                                 (torch.tensor([[0.1], [0.2]]), r'\(2, 1\)')])
-def test_temperatures_of_the_wrong_rank_are_named(temperatures, shape):
-    "A 2-D numpy array raised numpy's 'only 0-dimensional arrays can be converted...', naming nothing."
-    with pytest.raises(ValueError, match=f'temperatures must be 1-D, got shape {shape}'):
-        hardest_negative_share(torch.rand(3, 5), temperatures)
-
-def test_one_d_numpy_temperatures_are_read_as_a_list():
-    sims = torch.rand(3, 5, dtype=F64, generator=torch.Generator().manual_seed(7))
-    assert torch.allclose(hardest_negative_share(sims, np.array([0.1, 0.5])), hardest_negative_share(sims, [0.1, 0.5]))
 
 def test_nan_log_scale_is_named_in_forward_and_clamp():
     "A diverged step left log_scale NaN: forward said the logits 'overflow' (scale nan), clamp_ kept the NaN silently."
