@@ -23,7 +23,7 @@ from torch import Tensor, nn
 __all__ = ['INT64_MAX', 'SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability',
            'check_range', 'check_temperature', 'check_choice', 'check_bool', 'check_tensor', 'check_indices',
            'check_ids', 'check_generator', 'check_rng', 'check_type', 'check_module', 'check_frame', 'check_path',
-           'zip_damage']
+           'check_length', 'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
 INT64_MAX = 2 ** 63 - 1  # torch's integers: a count past it fails deep inside torch
@@ -283,8 +283,7 @@ def check_frame(
     rows_of: str = '', # the argument whose length `rows` is, named in the message too
 ) -> pd.DataFrame: # `value` itself
     "`value` if it is a pandas DataFrame (with `rows` rows), else an error naming it."
-    if not isinstance(value, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
+    check_type(value, name, pd.DataFrame, 'a pandas DataFrame')
     if rows is not None and len(value) != rows:
         per = f", one per row of {rows_of}" if rows_of else ''
         raise ValueError(f"{name} must have {rows} rows{per}, got {len(value)}")
@@ -297,9 +296,19 @@ def check_path(
     "A file or folder name as a `Path`; anything but a non-empty str or a path raises a TypeError."
     if isinstance(value, str) and value == '':
         raise ValueError(f"{name} must name a file or folder, got an empty string")
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a str or a Path, got {type(value).__name__}")
+    check_type(value, name, (str, os.PathLike), 'a str or a Path')
     return Path(value)
+
+# %% ../nbs/checks.ipynb #c4e7a1d2
+def check_length(
+    value, # the argument to check: anything with a len()
+    name: str, # its name, for the message
+    n: int, # the number of entries it must have
+    of: str = 'rows', # what those `n` are, for the message: 'images', 'pairs', 'queries'...
+):
+    "`value` if it has `n` entries, one for each of `n` things, else a ValueError naming it."
+    if len(value) != n: raise ValueError(f"{name} has {len(value)} entries for {n} {of}")
+    return value
 
 # %% ../nbs/checks.ipynb #8a288882
 def zip_damage(

@@ -18,7 +18,7 @@ from torchvision.transforms import v2
 
 from ._checks import (check_generator, check_int, check_number, check_positive_int,
                                     check_probability, check_range, check_tensor, check_bool,
-                                    check_type)
+                                    check_type, check_length)
 from .data import _uniform, as_float_images
 
 # %% auto #0
@@ -233,8 +233,7 @@ def _factors(value, name: str, n: int, low: float, high: float | None = None) ->
     "One factor per image, within bounds: a number (for every image) or an (N,) float tensor."
     if not isinstance(value, Tensor): value = torch.tensor(check_number(value, name))
     check_tensor(value, name, ndim=(0, 1), dtype='float', finite=True)
-    if value.ndim == 1 and len(value) != n:
-        raise ValueError(f"{name} must have one factor per image ({n}), got {len(value)}")
+    if value.ndim == 1: check_length(value, name, n, 'images')
     if value.numel() and (value.min() < low or (high is not None and value.max() > high)):
         span = f"[{low:g}, {'inf' if high is None else f'{high:g}'}]"
         raise ValueError(f"{name} must lie in {span}, got values in "

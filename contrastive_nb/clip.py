@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_generator, check_ids, check_indices,
                                     check_int, check_number, check_positive_int, check_probability,
                                     check_range, check_rng, check_seed, check_temperature,
-                                    check_tensor, check_bool, check_frame, check_type)
+                                    check_tensor, check_bool, check_frame, check_type, check_length)
 from .augment import (AugmentationPolicy, augment_batch, check_image_batch,
                                     resized_crop, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
@@ -291,8 +291,7 @@ def _paired_rows(image_embeddings, text_embeddings, caption_ids) -> tuple[Tensor
                          "must have the same shape: row i of each is a pair")
     if caption_ids is not None:
         caption_ids = check_ids(caption_ids, 'caption_ids').to(i.device)
-        if len(caption_ids) != len(i):
-            raise ValueError(f"caption_ids has {len(caption_ids)} entries for {len(i)} pairs")
+        check_length(caption_ids, 'caption_ids', len(i), 'pairs')
     dtype = torch.promote_types(i.dtype, t.dtype)
     return i.to(dtype), t.to(dtype), caption_ids
 
@@ -385,8 +384,7 @@ def crop_views(
     "Random crops and flips, and the factors moved with them: captions of the views stay true."
     images = check_image_batch(images)
     _require_columns(factors, _CROP_COLUMNS, 'crop_views')  # the factors a crop moves
-    if len(factors) != len(images):
-        raise ValueError(f"factors has {len(factors)} rows for {len(images)} images")
+    check_frame(factors, 'factors', len(images), 'images')
     x, y = (_numbers(factors, c, 0.0, 1.0) for c in ('x', 'y'))
     radius = _numbers(factors, 'scale', 0.0, math.inf)
     scale = check_range(scale, 'scale', 0.0, 1.0, low_open=True)
@@ -573,9 +571,8 @@ def recall_at_k(
 ) -> dict[int, float]: # k -> share of queries with a relevant key among their k most similar
     "Retrieval recall@k by cosine, where any key of the query's meaning counts as a hit."
     q, k = _feature_pair(queries, 'queries', keys, 'keys')  # same width, finite
-    qi, ki = check_ids(query_ids, 'query_ids'), check_ids(key_ids, 'key_ids')
-    for name, ids, x in (('query_ids', qi, q), ('key_ids', ki, k)):
-        if len(ids) != len(x): raise ValueError(f"{name} has {len(ids)} entries for {len(x)} rows")
+    qi = check_length(check_ids(query_ids, 'query_ids'), 'query_ids', len(q), 'queries')
+    ki = check_length(check_ids(key_ids, 'key_ids'), 'key_ids', len(k), 'keys')
     if isinstance(ks, (int, str)) or not isinstance(ks, Sequence) or not ks:
         raise TypeError(f"ks must be a non-empty sequence of ints, got {ks!r}")
     ks = [check_int(c, 'ks', 1, len(k)) for c in ks]

@@ -26,7 +26,7 @@ from torch.utils.data import Dataset
 from ._checks import (check_bool, check_choice, check_frame, check_generator,
                                     check_ids, check_indices, check_int, check_number, check_path,
                                     check_positive_int, check_range, check_seed, check_tensor,
-                                    check_type)
+                                    check_type, check_length)
 
 # %% auto #0
 __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'FASHION_MNIST_CLASSES',
@@ -337,8 +337,7 @@ def show_grid(
     if images.shape[1] not in (1, 3):
         raise ValueError(f"images must have 1 or 3 channels in dimension 1, "
                          f"got shape {tuple(images.shape)}")
-    if titles is not None and len(titles) != len(images):
-        raise ValueError(f"titles has {len(titles)} entries for {len(images)} images")
+    if titles is not None: check_length(titles, 'titles', len(images), 'images')
     ncols = check_positive_int(ncols, 'ncols')
     scale = check_number(scale, 'scale', low=0, low_open=True)
     nrows = math.ceil(len(images) / ncols)

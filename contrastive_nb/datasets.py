@@ -37,8 +37,7 @@ def register_dataset(
     "Make a dataset available to `TrainConfig` and the trainer by name."
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a dataset name must be a word like 'shapes', got {name!r}")
-    if not callable(loader):
-        raise TypeError(f"loader must be callable, got {type(loader).__name__}")
+    check_type(loader, 'loader', Callable, 'callable')
     check_bool(replace, 'replace')
     if name in DATASETS and not replace:
         raise ValueError(f"dataset {name!r} is already registered; pass replace=True to override "
@@ -143,7 +142,7 @@ def recipe(
 ) -> dict: # the settings, `dataset` included, for `TrainConfig.from_dict`
     "A named set of settings for a dataset, as `contrastive-nb train --recipe NAME` uses it."
     check_choice(dataset, 'dataset', tuple(RECIPES))
-    if not isinstance(name, str): raise TypeError(f"name must be a str, got {type(name).__name__}")
+    check_type(name, 'name', str)
     if name not in RECIPES[dataset]:
         elsewhere = [d for d, names in RECIPES.items() if name in names]
         hint = f"; {name!r} is a recipe of {elsewhere[0]}" if elsewhere else ''

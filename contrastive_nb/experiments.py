@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from ._checks import (
-    check_bool, check_number, check_path, check_positive_int, check_type, zip_damage)
+    check_bool, check_length, check_number, check_path, check_positive_int, check_type, zip_damage)
 
 # %% auto #0
 __all__ = ['CLAIMS_MIME', 'SHARED_RUNS_VARIABLE', 'PairedDifference', 'paired_difference', 'Claim', 'claims_markdown',
@@ -83,9 +83,7 @@ def _per_seed(a, b) -> tuple[np.ndarray, np.ndarray]:
         if x.ndim != 1: raise ValueError(f"{name} must be one-dimensional, got shape {x.shape}")
         if not np.isfinite(x).all(): raise ValueError(f"{name} must be finite, got {x.tolist()}")
         arrays.append(x)
-    if len(arrays[0]) != len(arrays[1]):
-        raise ValueError(f"a and b must have one value per seed each, got {len(arrays[0])} "
-                         f"and {len(arrays[1])}")
+    check_length(arrays[1], 'b', len(arrays[0]), 'seeds in a')
     if len(arrays[0]) < 2:
         raise ValueError(f"a and b need at least 2 seeds for an interval, got {len(arrays[0])}")
     return arrays[0], arrays[1]
@@ -289,7 +287,7 @@ def map_runs(
     progress: bool = True, # show a progress bar
 ) -> list: # fn(*job) for each job, in the order of `jobs`
     "Run fn on every job, each at one thread, in parallel worker processes when the machine allows."
-    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_type(fn, 'fn', Callable, 'callable')
     if isinstance(jobs, (str, bytes)) or not hasattr(jobs, '__iter__'):
         raise TypeError(f"jobs must be a sequence of argument tuples, got {type(jobs).__name__}")
     check_type(desc, 'desc', str)
@@ -459,7 +457,7 @@ def _fingerprint_value(value, h, seen: set, strict: bool) -> None:
 
 def run_fingerprint(fn: Callable, *args, **kwargs) -> str:
     "A hex digest of fn (and the code it calls), its arguments by value, and the versions."
-    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_type(fn, 'fn', Callable, 'callable')
     try: signature = inspect.signature(fn)
     except (TypeError, ValueError): signature = None  # some builtins have none
     if signature is not None:  # f(x, 2) and f(x, scale=2) are one run; so is an omitted default

@@ -107,7 +107,7 @@ def launch(
     threads: int = 1, # torch threads per process
 ) -> list: # what `fn` returned in each process, rank 0 first
     "Run `fn` in `world_size` fresh CPU processes joined by a gloo process group on 127.0.0.1."
-    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_type(fn, 'fn', Callable, 'callable')
     if getattr(fn, '__module__', None) == '__main__':
         raise TypeError(f"fn ({getattr(fn, '__name__', fn)}) is defined in __main__ (a notebook or "
                         "a script): a new process cannot import it; define it in an importable "

@@ -17,7 +17,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from ._checks import (check_bool, check_generator, check_int, check_number,
-                                    check_positive_int, check_tensor, check_type)
+                                    check_positive_int, check_tensor, check_type, check_length)
 from .augment import AugmentationPolicy, augment_batch, check_image_batch
 from .methods import Batch, ContrastiveMethod
 from .models import values_unchecked
@@ -74,8 +74,7 @@ class ImageBatches:
                              f"(batch_size = {batch_size})")
         if labels is None: labels = torch.zeros(len(images), dtype=torch.long)
         check_tensor(labels, 'labels', ndim=1, dtype='int')
-        if len(labels) != len(images):
-            raise ValueError(f"labels has {len(labels)} rows for {len(images)} images")
+        check_length(labels, 'labels', len(images), 'images')
         if labels.min() < 0: raise ValueError("labels must be classes 0, 1, ..., got a negative")
         self.images, self.labels, self.policy = images, labels.to(images.device), policy
         self.batch_size, self.n_views = batch_size, check_positive_int(n_views, 'n_views')

@@ -67,9 +67,7 @@ def settings_from_dict(
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"cls must be a dataclass of settings, got {cls!r}")
     check_type(base, 'base', (cls, type(None)), f"a {cls.__name__} or None")
-    if not isinstance(values, dict):
-        raise TypeError(f"the settings of {cls.__name__} must be a table (dict), got "
-                        f"{type(values).__name__} {values!r}")
+    check_type(values, f"the settings of {cls.__name__}", dict, 'a table (dict)')
     known = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(values) - set(known))
     if unknown:
@@ -239,9 +237,8 @@ class MethodSpec:
         else: check_type(options, 'options', self.options, f"a {self.options.__name__} (the "
                          f"settings of method {self.name!r}) or a dict of them")
         for name, value in options.to_dict().items():  # what a config file can hold
-            if not isinstance(value, (bool, int, float, str, tuple)):
-                raise TypeError(f"options.{name} must be a number, a flag, text or a tuple of "
-                                f"numbers, to be saved with a run, got {type(value).__name__}")
+            check_type(value, f'options.{name}', (bool, int, float, str, tuple),
+                       'a number, a flag, text or a tuple of numbers, to be saved with a run')
         return options
 
 def _defines_loss(cls: type) -> bool:

@@ -101,7 +101,7 @@ def check(
 ) -> bool: # True when every trial agrees
     "Run `yours` and `reference` on fresh inputs; print ✓, or the failing input, why and a hint."
     for name, fn in (('yours', yours), ('reference', reference), ('make_inputs', make_inputs)):
-        if not callable(fn): raise TypeError(f"{name} must be a function, got {type(fn).__name__}")
+        check_type(fn, name, Callable, 'a function')
     trials = check_positive_int(trials, 'trials')  # zero trials would be a check that cannot fail
     atol = check_number(atol, 'atol', low=0.0)
     rtol = check_number(rtol, 'rtol', low=0.0)

@@ -1,10 +1,11 @@
 """contrastive_nb._checks: index checks that see a mask for what torch reads it as, and bounds compared in int64."""
 import warnings
 
+import pandas as pd
 import pytest
 import torch
 
-from contrastive_nb._checks import check_indices, check_number
+from contrastive_nb._checks import check_indices, check_length, check_number
 
 U8 = torch.uint8
 
@@ -75,3 +76,10 @@ def test_a_number_without_bounds_is_asked_to_be_finite_not_to_lie_in_minus_inf_i
     with pytest.raises(ValueError, match=r'^lr must be a finite number in \[0, inf\), got nan$'):
         check_number(float('nan'), 'lr', low=0.0)  # a bound: still named
     assert check_number(-1e300, 'lr') == -1e300 and check_number(1e300, 'lr') == 1e300  # what is accepted stays
+
+# --- check_length ------------------------------------------------------------------------------------------------
+
+def test_check_length_takes_tensors_frames_and_lists_and_names_the_argument_and_both_lengths():
+    for value in (torch.zeros(3, 2), pd.DataFrame(dict(a=[1, 2, 3])), [0, 1, 2]):
+        assert check_length(value, 'x', 3) is value
+        with pytest.raises(ValueError, match=r'^x has 3 entries for 4 images$'): check_length(value, 'x', 4, 'images')

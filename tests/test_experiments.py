@@ -57,7 +57,7 @@ def test_two_seeds_are_enough_and_one_is_not():
 def test_arms_of_other_lengths_and_levels_at_the_ends_are_refused():
     "[1, 2, 3] - [1] would broadcast to a silent interval; level 0 or 1 is no interval."
     for b in ([0.2], [0.2, 0.3]):
-        with pytest.raises(ValueError, match='one value per seed each'): ex.paired_difference([0.4, 0.5, 0.6], b)
+        with pytest.raises(ValueError, match='entries for 3 seeds in a'): ex.paired_difference([0.4, 0.5, 0.6], b)
     for level in (0.0, 1.0):
         with pytest.raises(ValueError, match='level'): ex.paired_difference([0.4, 0.5], [0.2, 0.2], level=level)
 
