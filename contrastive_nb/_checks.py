@@ -23,7 +23,7 @@ from torch import Tensor, nn
 __all__ = ['INT64_MAX', 'SEED_MAX', 'check_int', 'check_positive_int', 'check_seed', 'check_number', 'check_probability',
            'check_range', 'check_temperature', 'check_choice', 'check_bool', 'check_tensor', 'check_indices',
            'check_ids', 'check_generator', 'check_rng', 'check_type', 'check_module', 'check_frame', 'check_path',
-           'check_length', 'zip_damage']
+           'check_length', 'check_feature_pair', 'zip_damage']
 
 # %% ../nbs/checks.ipynb #b005381d
 INT64_MAX = 2 ** 63 - 1  # torch's integers: a count past it fails deep inside torch
@@ -309,6 +309,21 @@ def check_length(
     "`value` if it has `n` entries, one for each of `n` things, else a ValueError naming it."
     if len(value) != n: raise ValueError(f"{name} has {len(value)} entries for {n} {of}")
     return value
+
+# %% ../nbs/checks.ipynb #f3a8c612
+def check_feature_pair(
+    a, # the first feature matrix, (N, D)
+    a_name: str, # its name, for the message
+    b, # the second, (M, D) with the same D
+    b_name: str, # its name, for the message
+) -> tuple[Tensor, Tensor]: # `a` and `b`
+    "Two non-empty, finite float matrices with the same number of columns, or an error naming one."
+    a, b = (check_tensor(x, n, ndim=2, dtype='float', nonempty=True, finite=True)
+            for x, n in ((a, a_name), (b, b_name)))
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"{a_name} and {b_name} must have the same number of features, "
+                         f"got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    return a, b
 
 # %% ../nbs/checks.ipynb #8a288882
 def zip_damage(

@@ -19,7 +19,7 @@ from torchvision.transforms import v2
 from ._checks import (check_generator, check_int, check_number, check_positive_int,
                                     check_probability, check_range, check_tensor, check_bool,
                                     check_type, check_length)
-from .data import _uniform, as_float_images
+from .data import as_float_images
 
 # %% auto #0
 __all__ = ['Interval', 'AugmentationPolicy', 'simclr_transform', 'sample_crop_boxes', 'check_image_batch', 'resized_crop',
@@ -85,6 +85,10 @@ def simclr_transform(
     ])
 
 # %% ../nbs/augment.ipynb #ea2a12f6
+def _uniform(shape, low: float, high: float, generator: torch.Generator | None) -> Tensor:
+    "Uniform draws in [low, high) from `generator` (on the CPU)."
+    return low + (high - low) * torch.rand(shape, generator=generator)
+
 def sample_crop_boxes(
     n: int, # number of boxes
     scale: tuple[float, float] = (0.08, 1.0), # range of a box's area, a fraction of the image's

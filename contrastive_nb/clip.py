@@ -20,11 +20,12 @@ from torch import Tensor, nn
 from ._checks import (check_choice, check_generator, check_ids, check_indices,
                                     check_int, check_number, check_positive_int, check_probability,
                                     check_range, check_rng, check_seed, check_temperature,
-                                    check_tensor, check_bool, check_frame, check_type, check_length)
+                                    check_tensor, check_bool, check_frame, check_type, check_length,
+                                    check_feature_pair)
 from .augment import (AugmentationPolicy, augment_batch, check_image_batch,
                                     resized_crop, sample_crop_boxes)
 from .data import COLOURS, SHAPE_NAMES
-from .evaluate import _feature_pair, first_relevant_rank, ranking_metrics
+from .evaluate import first_relevant_rank, ranking_metrics
 from .infonce import (check_loss_options, reduce_loss, floor_at_zero, info_nce,
                                     train_method, unit_rows)
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
@@ -557,7 +558,8 @@ def zero_shot_predict(
     class_embeddings: Tensor, # (C, D) one embedding per class (`class_embeddings`)
 ) -> Tensor: # (N,) int64 index of the most cosine-similar class
     "Zero-shot classification: each image takes the class whose embedding is most similar."
-    i, c = _feature_pair(image_embeddings, 'image_embeddings', class_embeddings, 'class_embeddings')
+    i, c = check_feature_pair(image_embeddings, 'image_embeddings',
+                              class_embeddings, 'class_embeddings')
     i, c = l2_normalize(i.float(), 'image_embeddings'), l2_normalize(c.float(), 'class_embeddings')
     return (i @ c.to(i.device).T).argmax(1)
 
@@ -570,7 +572,7 @@ def recall_at_k(
     ks: Sequence[int] = (1, 5, 10), # the cut-offs
 ) -> dict[int, float]: # k -> share of queries with a relevant key among their k most similar
     "Retrieval recall@k by cosine, where any key of the query's meaning counts as a hit."
-    q, k = _feature_pair(queries, 'queries', keys, 'keys')  # same width, finite
+    q, k = check_feature_pair(queries, 'queries', keys, 'keys')  # same width, finite
     qi = check_length(check_ids(query_ids, 'query_ids'), 'query_ids', len(q), 'queries')
     ki = check_length(check_ids(key_ids, 'key_ids'), 'key_ids', len(k), 'keys')
     if isinstance(ks, (int, str)) or not isinstance(ks, Sequence) or not ks:

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from ._checks import (check_indices, check_number, check_positive_int, check_seed,
                                     check_temperature, check_tensor, check_bool, check_module,
-                                    check_type)
+                                    check_type, check_feature_pair)
 from .similarity import l2_normalize
 
 # %% auto #0
@@ -90,18 +90,6 @@ def embed(
     return features
 
 # %% ../nbs/evaluate.ipynb #50af0b66
-def _features(x, name: str) -> Tensor:
-    "A (N, D) non-empty, finite floating-point feature matrix, or a clear error."
-    return check_tensor(x, name, ndim=2, dtype='float', nonempty=True, finite=True)
-
-def _feature_pair(a, a_name: str, b, b_name: str) -> tuple[Tensor, Tensor]:
-    "Two `_features` matrices with the same number of features, or a clear error."
-    a, b = _features(a, a_name), _features(b, b_name)
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"{a_name} and {b_name} must have the same number of features, "
-                         f"got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    return a, b
-
 def _labels(y, n: int, name: str) -> Tensor:
     "A (n,) int64 tensor of non-negative class indices, or a clear error."
     check_tensor(y, name, ndim=1, dtype='int')
@@ -134,7 +122,7 @@ def knn_predict(
     chunk_size: int = 1024, # queries compared at once (bounds memory, not the result)
 ) -> Tensor: # (Q,) predicted classes
     "Wu et al.'s weighted kNN: the k most cosine-similar points vote with weight exp(sim / τ)."
-    query_features, train_features = _feature_pair(query_features, 'query_features',
+    query_features, train_features = check_feature_pair(query_features, 'query_features',
                                                    train_features, 'train_features')
     n = len(train_features)
     train_labels = _labels(train_labels, n, 'train_labels').to(train_features.device)
@@ -184,7 +172,8 @@ def knn_accuracy(
     chunk_size: int = 1024, # queries compared at once
 ) -> float: # fraction of queries classified correctly
     "Accuracy of `knn_predict` on labelled queries."
-    n_queries = len(_features(query_features, 'query_features'))
+    n_queries = len(check_tensor(query_features, 'query_features', ndim=2, dtype='float',
+                                 nonempty=True, finite=True))
     query_labels = _labels(query_labels, n_queries, 'query_labels')
     predicted = knn_predict(train_features, train_labels, query_features, k, temperature,
                             num_classes, exclude_self, chunk_size)
@@ -228,7 +217,7 @@ def linear_probe(
     seed: int = 0, # sets the order of the mini-batches; same seed, same result
 ) -> float: # fraction of test points classified correctly
     "Test accuracy of a logistic regression on standardised frozen features (train statistics)."
-    train_features, test_features = _feature_pair(train_features, 'train_features',
+    train_features, test_features = check_feature_pair(train_features, 'train_features',
                                                   test_features, 'test_features')
     device = train_features.device
     y = _labels(train_labels, len(train_features), 'train_labels').to(device)
@@ -395,7 +384,7 @@ def retrieval_metrics(
     ks: Sequence[int] = (1, 5), # cut-offs for recall@k
 ) -> dict[str, float]: # 'recall@k' for each k, 'MRR', 'mean_rank', as `ranking_metrics`
     "Rank of each query's positive key among all keys by cosine, summarised: recall@k, MRR."
-    queries, keys = _feature_pair(queries, 'queries', keys, 'keys')
+    queries, keys = check_feature_pair(queries, 'queries', keys, 'keys')
     if positive is None:
         if len(keys) < len(queries):
             raise ValueError("by default key i is the positive of query i, but there are "

@@ -18,7 +18,7 @@ from torch.utils.data import Dataset
 
 from ._checks import (check_ids, check_int, check_number, check_positive_int,
                                     check_probability, check_rng, check_tensor, check_frame,
-                                    check_type)
+                                    check_type, check_length)
 
 # %% auto #0
 __all__ = ['TICKET_SYNONYMS', 'pair_masks', 'instance_ids', 'MultiViewDataset', 'flatten_views', 'check_synonyms', 'delete_words',
@@ -203,8 +203,7 @@ def temporal_pair_masks(
     window = check_number(window, 'window', low=0.0)
     sequence = (torch.zeros_like(times, dtype=torch.long) if sequence_ids is None
                 else check_ids(sequence_ids, 'sequence_ids').to(times.device))
-    if len(sequence) != len(times):
-        raise ValueError(f"sequence_ids has {len(sequence)} entries for {len(times)} times")
+    check_length(sequence, 'sequence_ids', len(times), 'times')
     itself = torch.eye(len(times), dtype=torch.bool, device=times.device)
     close = (times[:, None] - times[None, :]).abs() <= window
     positive = close & (sequence[:, None] == sequence[None, :]) & ~itself

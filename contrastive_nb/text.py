@@ -24,22 +24,20 @@ from torch import Tensor, nn
 
 from ._checks import (check_bool, check_choice, check_ids, check_indices, check_int,
                                     check_number, check_path, check_positive_int,
-                                    check_seed, check_tensor, check_type, zip_damage)
+                                    check_seed, check_tensor, check_type, zip_damage, check_length)
 from .debiased import supcon_loss
-from .evaluate import first_relevant_rank, ranking_metrics
 from .hard_negatives import top_k_negatives
 from .infonce import reduce_loss, unit_rows, floor_at_zero, REDUCTIONS
 from .loop import History, Loop, Progress
 from .methods import Batch, ContrastiveMethod, MethodOptions, check_options
-from .pretrained import _is_pretrained, load_record, pretrained_record
+from .pretrained import is_pretrained, load_record, pretrained_record
 from .runs import CheckpointError, save_checkpoint
 
 # %% auto #0
 __all__ = ['LEXICAL_METHODS', 'TEXT_LOSSES', 'FUSION_NORMALISATIONS', 'tokenize', 'hashed_ngrams', 'TextEncoder',
-           'char_ngram_jaccard', 'near_duplicates', 'lexical_scores', 'bootstrap_ci', 'mnrl_loss', 'matryoshka_loss',
-           'mine_hard_negatives', 'TextPairOptions', 'TextPairs', 'train_text_encoder', 'tie_ranks',
-           'reciprocal_rank_fusion', 'weighted_score_fusion', 'choose_fusion', 'TicketSearch', 'margin_negatives',
-           'fine_tune']
+           'lexical_scores', 'bootstrap_ci', 'mnrl_loss', 'matryoshka_loss', 'mine_hard_negatives', 'TextPairOptions',
+           'TextPairs', 'train_text_encoder', 'tie_ranks', 'reciprocal_rank_fusion', 'weighted_score_fusion',
+           'TicketSearch', 'margin_negatives', 'fine_tune']
 
 # %% ../nbs/11_text_retrieval.ipynb #b3c55730
 def _ranges(codes) -> str:
@@ -193,41 +191,6 @@ class TextEncoder(nn.Module):
                    for i in range(0, len(texts), batch_size)]
         finally: self.train(was_training)
         return torch.cat(out)
-
-# %% ../nbs/11_text_retrieval.ipynb #c835a2a2
-def char_ngram_jaccard(
-    texts_a: list[str], # A texts
-    texts_b: list[str], # B texts
-    n: int = 3, # character n-gram length (within the words of `tokenize`)
-) -> Tensor: # (A, B) float64 Jaccard similarity of the two texts' sets of n-grams
-    "Jaccard similarity of character n-gram sets: 1 for texts with the same n-grams."
-    from sklearn.feature_extraction.text import CountVectorizer
-    texts_a, texts_b = _check_texts(texts_a, 'texts_a'), _check_texts(texts_b, 'texts_b')
-    n = check_positive_int(n, 'n')
-    # n-grams of each space-padded word of `tokenize`: case and punctuation do not count
-    vec = CountVectorizer(analyzer='char_wb', ngram_range=(n, n), binary=True,
-                          preprocessor=lambda t: ' '.join(tokenize(t)))
-    vec.fit(texts_a + texts_b)
-    a, b = vec.transform(texts_a), vec.transform(texts_b)
-    both = (a @ b.T).toarray()                               # |A ∩ B|
-    size_a, size_b = np.asarray(a.sum(1)), np.asarray(b.sum(1)).T
-    union = size_a + size_b - both
-    return torch.tensor(np.where(union > 0, both / np.maximum(union, 1), 1.0))
-
-def near_duplicates(
-    texts_a: list[str], # e.g. every training text
-    texts_b: list[str], # e.g. every evaluation text
-    threshold: float = 0.6, # pairs with a Jaccard similarity at least this are reported
-    n: int = 3, # character n-gram length
-) -> pd.DataFrame: # a, b (indices), similarity, text_a, text_b; most similar first; empty: no leak
-    "Pairs (one text from each list) whose character n-gram Jaccard similarity is >= threshold."
-    threshold = check_number(threshold, 'threshold', 0.0, 1.0, low_open=True)
-    sim = char_ngram_jaccard(texts_a, texts_b, n)
-    a, b = (sim >= threshold).nonzero(as_tuple=True)
-    out = pd.DataFrame({'a': a.numpy(), 'b': b.numpy(), 'similarity': sim[a, b].numpy(),
-                        'text_a': [texts_a[i] for i in a.tolist()],
-                        'text_b': [texts_b[i] for i in b.tolist()]})
-    return out.sort_values('similarity', ascending=False, kind='stable').reset_index(drop=True)
 
 # %% ../nbs/11_text_retrieval.ipynb #981f1bd5
 LEXICAL_METHODS = ('bm25', 'tfidf')
@@ -438,7 +401,7 @@ class TextPairs(ContrastiveMethod):
         texts = _check_texts(texts)
         if isinstance(encoder, TextEncoder):
             ids, width = [encoder.featurize([t])[0] for t in texts], encoder.config['out_dim']
-        elif _is_pretrained(encoder):
+        elif is_pretrained(encoder):
             ids, width = None, encoder.get_embedding_dimension()  # tokenised per batch
         else:
             raise TypeError(f"encoder must be a TextEncoder or a model from load_pretrained, got "
@@ -646,31 +609,6 @@ def weighted_score_fusion(
     lexical = _normalise_rows(lexical.to(dense.device), normalisation)
     return weight * _normalise_rows(dense, normalisation) + (1 - weight) * lexical
 
-def choose_fusion(
-    dense: Tensor, # (Q, N) the encoder's scores on validation queries
-    lexical: Tensor, # (Q, N) BM25's scores on the same queries
-    relevant: Tensor, # (Q, N) bool: the relevant documents of each validation query
-    weights: Sequence[float] = tuple(i / 10 for i in range(11)), # the grid of dense weights
-    normalisations: Sequence[str] = FUSION_NORMALISATIONS, # the normalisations to try
-) -> tuple[float, str]: # (weight, normalisation) of best MRR; on a tie the first in grid order
-    "The weighted sum's settings chosen on validation queries by MRR (never on test queries)."
-    if len(_score_matrix(dense, 'dense')) == 0:  # else an error about `ranks`, no argument here
-        raise ValueError(f"dense has no queries (shape {tuple(dense.shape)}): the settings are "
-                         "chosen on at least one validation query")
-    if not isinstance(weights, (list, tuple)) or not weights:
-        raise TypeError(f"weights must be a non-empty tuple of numbers, got {weights!r}")
-    if not isinstance(normalisations, (list, tuple)) or not normalisations:
-        raise TypeError(f"normalisations must be a non-empty tuple, got {normalisations!r}")
-    weights = [check_number(w, 'weights', 0.0, 1.0) for w in weights]
-    for norm in normalisations: check_choice(norm, 'normalisations', FUSION_NORMALISATIONS)
-    best, mrr = None, -1.0
-    for norm in normalisations:
-        for w in weights:
-            fused = weighted_score_fusion(dense, lexical, w, norm)
-            score = ranking_metrics(first_relevant_rank(fused, relevant), ks=(1,))['MRR']
-            if score > mrr + 1e-12: best, mrr = (w, norm), score
-    return best
-
 # %% ../nbs/11_text_retrieval.ipynb #f701aefd
 _FORMAT = 'contrastive_nb.TicketSearch'  # written by `TicketSearch.save`
 _READABLE = (1, 2, 3)  # 1: before hybrid search (loads as dense); 3: a pretrained model's record
@@ -728,7 +666,7 @@ class TicketSearch:
                  hybrid: bool = False, # True: fuse the encoder's and BM25's rankings (RRF)
                  rrf_k: float = 60.0, # the fusion's constant k, when hybrid
                 ):
-        if not (isinstance(encoder, TextEncoder) or _is_pretrained(encoder)):
+        if not (isinstance(encoder, TextEncoder) or is_pretrained(encoder)):
             raise TypeError(f"encoder must be a TextEncoder or a model from load_pretrained, got "
                             f"{type(encoder).__name__}")
         self.encoder = encoder.eval()
@@ -873,7 +811,7 @@ def fine_tune(
     progress: bool = False, # show a progress bar
 ) -> tuple[nn.Module, list[float]]: # the model (in eval mode) and the loss of every step
     "Fine-tune a pretrained sentence encoder with MNRL on pairs, on lesson 03's loop."
-    if not _is_pretrained(model):  # a TextEncoder has no tokeniser
+    if not is_pretrained(model):  # a TextEncoder has no tokeniser
         raise TypeError(f"model must be a model from load_pretrained (train_text_encoder trains a "
                         f"TextEncoder), got {type(model).__name__}")
     options = TextPairOptions('mnrl', scale, mask_false_negatives=mask_false_negatives)
@@ -881,8 +819,7 @@ def fine_tune(
     pairs = _check_pairs(pairs, len(texts))
     if negatives is not None:
         negatives = check_indices(negatives, 'negatives', len(texts))
-        if len(negatives) != len(pairs):
-            raise ValueError(f"negatives has {len(negatives)} rows for {len(pairs)} pairs")
+        check_length(negatives, 'negatives', len(pairs), 'pairs')
     batch_size = check_positive_int(batch_size, 'batch_size')
     if batch_size > len(pairs):
         raise ValueError(f"batch_size = {batch_size} is larger than the {len(pairs)} pairs")
