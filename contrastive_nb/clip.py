@@ -315,8 +315,7 @@ def clip_loss(
     image_to_text = F.cross_entropy(logits, target, reduction='none')  # rows: over captions
     text_to_image = F.cross_entropy(logits.T, target, reduction='none')  # columns: over images
     # Each −log p is >= 0, but rounding can dip below: lifted to 0, the gradient kept as it is.
-    image_to_text, text_to_image = floor_at_zero(image_to_text), floor_at_zero(text_to_image)
-    return reduce_loss((image_to_text + text_to_image) / 2, reduction)
+    return reduce_loss((floor_at_zero(image_to_text) + floor_at_zero(text_to_image)) / 2, reduction)
 
 # %% ../nbs/12_clip.ipynb #d940d323
 def prior_bias(

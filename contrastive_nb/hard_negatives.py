@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from ._checks import (check_bool, check_generator, check_int,
                                     check_number, check_positive_int, check_probability,
-                                    check_temperature, check_tensor, check_type)
+                                    check_temperature, check_tensor, check_type, check_length)
 from .infonce import (check_two_views, info_nce_inputs, nt_xent_inputs, reduce_loss,
                                     floor_at_zero, info_nce)
 from .methods import Batch, MethodOptions, MethodSetup, TwoViewMethod, register_method
@@ -75,9 +75,7 @@ def semi_hard_negatives(
     "Negatives less similar than the positive, but by less than `margin` (FaceNet's semi-hard)."
     similarities, negative_mask = _similarity_and_mask(similarities, negative_mask)
     check_tensor(positive_similarity, 'positive_similarity', ndim=1, dtype='float', finite=True)
-    if len(positive_similarity) != len(similarities):
-        raise ValueError(f"positive_similarity has {len(positive_similarity)} entries but "
-                         f"similarities has {len(similarities)} rows: one positive per anchor")
+    check_length(positive_similarity, 'positive_similarity', len(similarities), 'anchors')
     margin = check_number(margin, 'margin')
     if margin <= 0:
         raise ValueError(f"margin must be positive, got {margin}: with similarities the band is "

@@ -74,10 +74,7 @@ def _check_texts(texts, name: str = 'texts') -> list[str]:
     return texts
 
 def _check_labels(labels, n: int, name: str) -> Tensor:
-    labels = check_ids(labels, name)
-    if len(labels) != n:
-        raise ValueError(f"{name} has {len(labels)} entries for {n} rows: one label per row")
-    return labels
+    return check_length(check_ids(labels, name), name, n)
 
 def tokenize(
     text: str, # any text
@@ -428,24 +425,22 @@ class TextPairs(ContrastiveMethod):
         offsets = torch.tensor([0] + [len(x) for x in ids[:-1]]).cumsum(0)
         return self.encoder(torch.cat(ids), offsets)
 
-    def _check_views(self, views: list) -> None:
+    def loss(self, batch: Batch) -> Tensor:
+        "views: (B,) rows of anchors, of their positives and (MNRL, optional) of hard negatives."
+        o, views = self.options, batch.views
         if len(views) not in (2, 3) or len({v.shape if isinstance(v, Tensor) else None
                                             for v in views}) != 1 or not len(views[0]):
             raise ValueError("batch.views must be 2 or 3 tensors of B >= 1 rows each: anchors, "
                              "positives and (optional) hard negatives")
         if self.check_values:  # out of range, a mask or a float: the wrong texts, silently
             for k, v in enumerate(views): check_indices(v, f'batch.views[{k}]', len(self.texts))
-
-    def loss(self, batch: Batch) -> Tensor:
-        "views: (B,) rows of anchors, of their positives and (MNRL, optional) of hard negatives."
-        self._check_views(batch.views)
-        o, rows = self.options, torch.cat(batch.views)
+        rows = torch.cat(views)
         if o.loss == 'supcon':
             return supcon_loss(self.embed_rows(rows), self.labels[rows], o.temperature)
-        z = self.embed_rows(rows).split(len(batch.views[0]))
+        z = self.embed_rows(rows).split(len(views[0]))
         mask = o.mask_false_negatives
-        labels = self.labels[batch.views[0]] if mask else None
-        hard_labels = self.labels[batch.views[2]] if mask and len(z) > 2 else None
+        labels = self.labels[views[0]] if mask else None
+        hard_labels = self.labels[views[2]] if mask and len(z) > 2 else None
         def pair_loss(a: Tensor, p: Tensor) -> Tensor:  # hard negatives cut to a's length
             hard = z[2][:, :a.shape[1]] if len(z) > 2 else None
             return mnrl_loss(a, p, labels, o.scale, hard, hard_labels)
@@ -617,9 +612,8 @@ def _read_search(
     path: str | Path, # a file written by `TicketSearch.save`
 ) -> dict: # format, version, texts, search (from 2), config and state or pretrained (3)
     "Read a saved search safely (no pickled code); any fault is a CheckpointError naming the file."
-    check_path(path, 'path')
+    path = check_path(path, 'path')
     if str(path) == '.': raise ValueError(f"path must name a file, got {str(path)!r}")
-    path = Path(path)
     if not path.is_file():
         what = 'is a folder' if path.is_dir() else 'does not exist'
         raise CheckpointError(f"path {str(path)!r} {what}: no TicketSearch file to load")
