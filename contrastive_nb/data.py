@@ -26,15 +26,14 @@ from torch.utils.data import Dataset
 from ._checks import (check_bool, check_choice, check_frame, check_generator,
                                     check_ids, check_indices, check_int, check_number, check_path,
                                     check_positive_int, check_range, check_seed, check_tensor,
-                                    check_type, check_length)
+                                    check_length)
 
 # %% auto #0
 __all__ = ['SHAPE_NAMES', 'COLOURS', 'TICKET_COLUMNS', 'CIFAR10_CLASSES', 'STL10_CLASSES', 'FASHION_MNIST_CLASSES',
-           'FASHION_MNIST_ROOT', 'as_float_images', 'ImageDataset', 'inside_shape', 'render_shapes', 'make_shapes',
-           'show_grid', 'make_moving_shapes', 'load_digits', 'tickets_path', 'check_tickets', 'load_tickets',
-           'split_tickets', 'DatasetNotFoundError', 'default_data_root', 'load_cifar10', 'load_stl10',
-           'write_cifar10_fixture', 'write_stl10_fixture', 'DatasetFormatError', 'read_idx', 'load_fashion_mnist',
-           'write_fashion_mnist_fixture']
+           'FASHION_MNIST_ROOT', 'as_float_images', 'ImageDataset', 'render_shapes', 'make_shapes', 'show_grid',
+           'make_moving_shapes', 'load_digits', 'tickets_path', 'check_tickets', 'load_tickets', 'split_tickets',
+           'DatasetNotFoundError', 'default_data_root', 'load_cifar10', 'load_stl10', 'write_cifar10_fixture',
+           'write_stl10_fixture', 'DatasetFormatError', 'read_idx', 'load_fashion_mnist', 'write_fashion_mnist_fixture']
 
 # %% ../nbs/00_data.ipynb #e37a09a3
 def _check_unit_range(x: Tensor, what: str, note: str = '') -> None:
@@ -174,7 +173,7 @@ def _inside_polygon(u: Tensor, v: Tensor, sides: int, radius: float, offset: flo
     return inside
 
 def _inside_shape(name: str, u: Tensor, v: Tensor) -> Tensor:
-    "`inside_shape` without the checks, for the renderer's inner loop."
+    "Whether (u, v) lies inside the silhouette `name`, unchecked: the renderer's inner loop."
     r = torch.sqrt(u * u + v * v)
     if name == 'circle': return r <= 0.9
     if name == 'ring': return (r >= 0.55) & (r <= 0.95)
@@ -193,19 +192,6 @@ def _inside_shape(name: str, u: Tensor, v: Tensor) -> Tensor:
         return (x * x + y * y - 1) ** 3 - x * x * y ** 3 <= 0
     raise ValueError(f"unknown shape {name!r}; choose from {SHAPE_NAMES}")
 
-def inside_shape(
-    name: str, # one of `SHAPE_NAMES`
-    u: Tensor, # horizontal coordinate in the object's frame (the object fits the unit disc)
-    v: Tensor, # vertical coordinate in the object's frame, pointing up; same shape as `u`
-) -> Tensor: # boolean, True where (u, v) lies inside the silhouette
-    "Whether each point (u, v) lies inside the silhouette `name`."
-    check_type(name, 'name', str, 'a string')
-    check_tensor(u, 'u', dtype='float', finite=True)
-    check_tensor(v, 'v', dtype='float', finite=True)
-    if u.shape != v.shape:
-        raise ValueError(f"u and v must have the same shape, "
-                         f"got {tuple(u.shape)} and {tuple(v.shape)}")
-    return _inside_shape(name, u, v)
 
 # %% ../nbs/00_data.ipynb #733875f3
 _FACTOR_COLUMNS = ('shape_name', 'colour_name', 'x', 'y', 'scale', 'rotation', 'background')

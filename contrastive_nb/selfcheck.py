@@ -29,8 +29,7 @@ def _describe_one(a: Any) -> str:
 
 def describe(args: Sequence[Any]) -> str:
     "A short description of one trial's arguments: shapes and dtypes of arrays, values of the rest."
-    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
-        raise TypeError(f"args must be a tuple or list of arguments, got {type(args).__name__}")
+    check_type(args, 'args', (tuple, list), 'a tuple or list of arguments')
     return ', '.join(_describe_one(a) for a in args)
 
 def _copy(a: Any) -> Any:
@@ -110,9 +109,8 @@ def check(
     for seed in range(trials):
         args = make_inputs(seed)
         if not isinstance(args, (tuple, list)):
-            kind = type(args).__name__
-            raise TypeError(f"make_inputs must return a tuple of arguments, got {kind}; "
-                            "wrap a single argument as (x,)")
+            raise TypeError(f"make_inputs must return a tuple of arguments, got "
+                            f"{type(args).__name__}; wrap a single argument as (x,)")
         where = f"trial {seed} ({describe(args)})"
         try:
             got = yours(*map(_copy, args))

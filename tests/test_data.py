@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from torch.utils.data import DataLoader
 
 from contrastive_nb.data import (COLOURS, SHAPE_NAMES, TICKET_COLUMNS, DatasetNotFoundError, ImageDataset,
-                                 as_float_images, inside_shape, load_cifar10, load_digits, load_stl10, load_tickets,
+                                 as_float_images, load_cifar10, load_digits, load_stl10, load_tickets,
                                  make_moving_shapes, make_shapes, render_shapes, show_grid, split_tickets,
                                  write_cifar10_fixture, write_stl10_fixture)
 
@@ -70,20 +70,6 @@ def test_factors_are_resolution_independent():
     down = torch.nn.functional.avg_pool2d(large.masks[:, None], 4)[:, 0]
     assert (down - small.masks).abs().mean() < 0.02
 
-@pytest.mark.parametrize('name', SHAPE_NAMES)
-def test_each_silhouette_fits_the_unit_disc(name):
-    g = torch.linspace(-1.2, 1.2, 481)
-    u, v = torch.meshgrid(g, g, indexing='xy')
-    hit = inside_shape(name, u, v)
-    assert not (hit & (u ** 2 + v ** 2 > 1)).any() and hit.float().mean() > 0.05
-
-def test_silhouettes_are_distinct():
-    g = torch.linspace(-1, 1, 201)
-    u, v = torch.meshgrid(g, g, indexing='xy')
-    masks = torch.stack([inside_shape(n, u, v) for n in SHAPE_NAMES]).float().flatten(1)
-    iou = (masks @ masks.T) / (masks.sum(1)[:, None] + masks.sum(1)[None] - masks @ masks.T)
-    assert (iou - torch.eye(len(SHAPE_NAMES))).max() < 0.9
-
 @pytest.mark.parametrize('kwargs, error, message', [
     (dict(n=0), ValueError, 'n must'), (dict(size=4), ValueError, 'size must be at least 8'),
     (dict(scale_range=(0.3, 0.6)), ValueError, 'scale_range'),
@@ -96,11 +82,6 @@ def test_silhouettes_are_distinct():
     (dict(chunk=0), ValueError, 'chunk')])
 def test_make_shapes_rejects_bad_arguments(kwargs, error, message):
     with pytest.raises(error, match=message): make_shapes(**{'n': 4, **kwargs})
-
-def test_unknown_silhouette_is_named():
-    with pytest.raises(ValueError, match="unknown shape 'blob'"): inside_shape('blob', torch.zeros(1), torch.zeros(1))
-    with pytest.raises(TypeError): inside_shape(3, torch.zeros(1), torch.zeros(1))
-    with pytest.raises(TypeError): inside_shape('circle', torch.zeros(1, dtype=torch.long), torch.zeros(1))
 
 # --- rendering chosen factors, and clips ----------------------------------------------------------------------------
 
@@ -233,11 +214,6 @@ def test_getitem_takes_only_int_indices(shapes):
     for bad in (True, 2.5, float('nan')):
         with pytest.raises(TypeError): shapes[bad]
     with pytest.raises(IndexError): shapes[len(shapes)]  # what iteration relies on
-
-def test_inside_shape_checks_its_points():
-    with pytest.raises(ValueError, match='u contains NaN'):
-        inside_shape('circle', torch.tensor([float('nan')]), torch.zeros(1))
-    with pytest.raises(ValueError, match='same shape'): inside_shape('circle', torch.zeros(2), torch.zeros(3))
 
 def test_load_tickets_names_a_bad_path():
     with pytest.raises(TypeError, match='path'): load_tickets(3)
