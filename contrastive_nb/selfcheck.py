@@ -52,8 +52,7 @@ def compare(
     rtol: float = 1e-4, # relative tolerance: an error of rtol × |want| is allowed on top of atol
 ) -> str | None: # why they differ, or None when they agree
     "Why `got` differs from `want`: structure, shape, NaN, then the largest error and where it is."
-    atol = check_number(atol, 'atol', low=0.0)
-    rtol = check_number(rtol, 'rtol', low=0.0)
+    atol, rtol = check_number(atol, 'atol', low=0.0), check_number(rtol, 'rtol', low=0.0)
     if isinstance(want, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
             return f"expected a sequence of {len(want)} results, got {type(got).__name__}"
@@ -102,8 +101,7 @@ def check(
     for name, fn in (('yours', yours), ('reference', reference), ('make_inputs', make_inputs)):
         check_type(fn, name, Callable, 'a function')
     trials = check_positive_int(trials, 'trials')  # zero trials would be a check that cannot fail
-    atol = check_number(atol, 'atol', low=0.0)
-    rtol = check_number(rtol, 'rtol', low=0.0)
+    atol, rtol = check_number(atol, 'atol', low=0.0), check_number(rtol, 'rtol', low=0.0)
     check_type(hint, 'hint', str, 'a string')
     hint = f"\n  hint: {hint}" if hint else ''  # the line shown under a mismatch
     for seed in range(trials):
