@@ -265,7 +265,7 @@ def check_type(
 ):
     "`value` if it is an instance of `kind`, else a TypeError naming it and what it got."
     if not isinstance(value, kind):
-        if not what: what = f"{'an' if kind.__name__[0] in 'AEIOU' else 'a'} {kind.__name__}"
+        if not what: what = f"{'an' if kind.__name__[0] in 'AEIOUaeiou' else 'a'} {kind.__name__}"
         raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
     return value
 
