@@ -99,6 +99,14 @@ def _add_settings(group, cls: type, defaults, table: str = '') -> None:
                                help=argparse.SUPPRESS, **extra)
 
 # %% ../nbs/cli.ipynb #c189fc1c
+def _listed(names: list[str]) -> str:
+    "A dataset's recipes for --help: its own names, then each method's own ('best of simsiam')."
+    own = {}
+    for key in names:
+        if '/' in key: own.setdefault(key.split('/')[1], []).append(key.split('/')[0])
+    return ', '.join([n for n in names if '/' not in n] +
+                     [f"{n} of {'/'.join(methods)}" for n, methods in own.items()])
+
 def build_parser(
     method: str = 'simclr', # whose options `train` lists: a method's name or FILE.py:CLASS
 ) -> argparse.ArgumentParser: # `contrastive-nb` with `train` and `evaluate`
@@ -117,10 +125,11 @@ def build_parser(
                     "--config, then the options given here. The run folder gets "
                     "config.json/.toml, metrics.csv, baselines.json, "
                     "checkpoints/ and report.json.")
-    recipes = '; '.join(f"{data}: {', '.join(names)}" for data, names in RECIPES.items())
+    recipes = '; '.join(f"{data}: {_listed(names)}" for data, names in RECIPES.items())
     train.add_argument('--recipe', metavar='NAME',
                        help=f"start from a named set of settings for the dataset ({recipes}; "
-                            "default: the dataset's 'default' recipe where it has one)")
+                            "the method's own NAME first; default: the dataset's 'default' "
+                            "recipe where it has one)")
     train.add_argument('--config', metavar='FILE', help="settings from a TOML or JSON file")
     train.add_argument('--run-dir', metavar='DIR',
                        help="run folder (default: runs/METHOD-DATASET-TIME)")
@@ -185,16 +194,17 @@ def _merge(values: dict, given: dict) -> dict:
             merged[table] = {**values[table], **given[table]}
     return merged
 
-def _recipe_of(name: str | None, dataset) -> tuple[str | None, dict]:
-    "The recipe `train` starts from: --recipe NAME of the dataset, else its 'default', if any."
+def _recipe_of(name: str | None, dataset, method=None) -> tuple[str | None, dict]:
+    "The recipe `train` starts from: --recipe NAME (the method's own first), else 'default'."
     known = isinstance(dataset, str) and dataset in RECIPES  # not a str: TrainConfig says why
-    if name is None:
-        return ('default', recipe('default', dataset)) if known and 'default' in RECIPES[dataset] \
-            else (None, {})
+    method = method if isinstance(method, str) else None  # not a str: TrainConfig says why
+    if name is None:  # a method's own default, where it has one
+        has_default = known and any(k in RECIPES[dataset] for k in ('default', f'{method}/default'))
+        return ('default', recipe('default', dataset, method)) if has_default else (None, {})
     if not known:
         raise ValueError(f"--recipe {name}: dataset {dataset!r} has no recipes; the datasets that "
                          f"have some are {', '.join(RECIPES)}")
-    return name, recipe(name, dataset)
+    return name, recipe(name, dataset, method)
 
 def _method_of(argv: list[str]) -> str:
     "The method whose options to offer: --method, else the --config file's, else the recipe's."
@@ -253,7 +263,7 @@ def _train(args: argparse.Namespace) -> dict:
     values = read_config_file(args.config) if args.config else {}
     user = _merge(values, given)  # what the user chose: the file, then the options
     # no --recipe: the dataset's 'default' recipe where it has one (Shapes': TrainConfig's own)
-    name, base = _recipe_of(args.recipe, user.get('dataset') or 'shapes')
+    name, base = _recipe_of(args.recipe, user.get('dataset') or 'shapes', user.get('method'))
     base, note = _fit_warmup(base, user)
     warmup, epochs = (_merge(base, user).get(k, getattr(TrainConfig, k))
                       for k in ('warmup_epochs', 'epochs'))

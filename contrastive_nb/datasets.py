@@ -117,7 +117,7 @@ def _recipe_files(folder: Path) -> list[tuple[str, str | None, Path]]:
 
 def read_recipes(
     folder: str | Path | None = None, # holds <dataset>.toml, <dataset>/<method>.toml; None: ours
-) -> dict[str, dict[str, dict]]: # dataset -> recipe name -> settings
+) -> dict[str, dict[str, dict]]: # dataset -> NAME, or METHOD/NAME for a method's, -> settings
     "Every recipe in `folder`: each file a table of named recipes; a method's file sets its method."
     table = {}
     folder = Path(RECIPE_FOLDER) if folder is None else check_path(folder, 'folder')
@@ -129,23 +129,36 @@ def read_recipes(
             if method is not None and settings.setdefault('method', method) != method:
                 raise ValueError(f"{path}: recipe {name!r} sets method {settings['method']!r}, "
                                  f"but the file holds {method!r}'s recipes")
-            if name in table.setdefault(dataset, {}):
-                raise ValueError(f"{path}: {dataset} already has a recipe {name!r} in another file")
-            table[dataset][name] = settings
+            if '/' in name:  # the slash separates a method from its recipe's name
+                raise ValueError(f"{path}: recipe {name!r}: a recipe's name has no '/'")
+            table.setdefault(dataset, {})[name if method is None else f'{method}/{name}'] = settings
     return table
 
-RECIPES = read_recipes()  # dataset -> recipe name -> settings that differ from TrainConfig's
+RECIPES = read_recipes()  # dataset -> name (METHOD/NAME: a method's own) -> settings
+
+def _recipe_key(name: str, dataset: str, method: str | None) -> str:
+    "The key of RECIPES[dataset] `recipe` reads: the method's own, the dataset's, or the only one."
+    names = RECIPES[dataset]
+    if method is not None and f'{method}/{name}' in names: return f'{method}/{name}'
+    if name in names: return name
+    owners = [key for key in names if key.endswith(f'/{name}')]
+    if len(owners) == 1 and method is None: return owners[0]  # the only method that has it
+    elsewhere = [d for d, keys in RECIPES.items()
+                 if any(k == name or k.endswith(f'/{name}') for k in keys)]
+    hint = (f"; {name!r} is the recipe of {', '.join(k.split('/')[0] for k in owners)}" if owners
+            else f"; {name!r} is a recipe of {elsewhere[0]}" if elsewhere else '')
+    which = f"{dataset} for {method}" if method else dataset
+    raise ValueError(f"name must be a recipe of {which}: {', '.join(names)}; got {name!r}{hint}")
 
 def recipe(
-    name: str, # a recipe of the dataset: a key of RECIPES[dataset]
+    name: str, # a recipe of the dataset: NAME, or METHOD/NAME for one method's own
     dataset: str = 'shapes', # a key of RECIPES
+    method: str | None = None, # the run's method: its own NAME first, then the dataset's
 ) -> dict: # the settings, `dataset` included, for `TrainConfig.from_dict`
-    "A named set of settings for a dataset, as `contrastive-nb train --recipe NAME` uses it."
+    "A dataset's named settings, as `contrastive-nb train [--method M] --recipe NAME` reads them."
     check_choice(dataset, 'dataset', tuple(RECIPES))
     check_type(name, 'name', str)
-    if name not in RECIPES[dataset]:
-        elsewhere = [d for d, names in RECIPES.items() if name in names]
-        hint = f"; {name!r} is a recipe of {elsewhere[0]}" if elsewhere else ''
-        raise ValueError(f"name must be a recipe of {dataset}: {', '.join(RECIPES[dataset])}; "
-                         f"got {name!r}{hint}")
-    return {'dataset': dataset, **copy.deepcopy(RECIPES[dataset][name])}
+    if method is not None: check_type(method, 'method', str)
+    settings = RECIPES[dataset][_recipe_key(name, dataset, method)]
+    return {'dataset': dataset, **copy.deepcopy(settings)}
+

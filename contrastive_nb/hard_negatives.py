@@ -351,6 +351,7 @@ class CrossBatchMemoryOptions(HardNegativeOptions):
 class CrossBatchMemory(TwoViewMethod):
     "NT-Xent whose negatives are the batch plus a memory of past embeddings (XBM, Wang et al.)."
     Options, per_process_state = CrossBatchMemoryOptions, 'a memory of past embeddings'
+    many_views = False  # pair_loss writes to the memory: one call a step
 
     def __init__(self,
                  encoder: nn.Module, # (B, ...) inputs -> (B, F) features

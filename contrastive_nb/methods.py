@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import itertools
 import sys
 import traceback
 from collections.abc import Callable
@@ -26,8 +27,8 @@ from ._checks import (check_choice, check_int, check_module, check_positive_int,
 
 # %% auto #0
 __all__ = ['METHODS', 'BUILTIN_METHODS', 'Monitor', 'Batch', 'MethodOptions', 'settings_from_dict', 'MethodSetup',
-           'ContrastiveMethod', 'TwoViewMethod', 'check_options', 'MethodSpec', 'register_method', 'method_names',
-           'method_spec']
+           'ContrastiveMethod', 'TwoViewMethod', 'mean_over_pairs', 'check_options', 'MethodSpec', 'register_method',
+           'method_names', 'method_spec']
 
 # %% ../nbs/methods.ipynb #24afc185
 @dataclasses.dataclass
@@ -87,9 +88,10 @@ class MethodSetup:
     world_size: int = 1 # processes training together
     total_steps: int = 0 # optimiser steps the run will take (0: not known), for a schedule
     n_classes: int = 0 # classes of the training labels (0: not known), for a classifier
+    n_views: int = 2 # views of each source a step (a two-view method averages its loss over pairs)
 
     def __post_init__(self):
-        for name in ('n_train', 'batch_size', 'embed_dim', 'world_size'):
+        for name in ('n_train', 'batch_size', 'embed_dim', 'world_size', 'n_views'):
             object.__setattr__(self, name, check_positive_int(getattr(self, name), name))
         for name in ('total_steps', 'n_classes'):
             object.__setattr__(self, name, check_int(getattr(self, name), name, low=0))
@@ -165,7 +167,11 @@ class ContrastiveMethod(nn.Module):
 
 # %% ../nbs/methods.ipynb #6255f8ad
 class TwoViewMethod(ContrastiveMethod):
-    "Encoder and head applied to two views, then `pair_loss` of the two (B, D) embeddings."
+    "Encoder and head on each view, then `pair_loss` of two views' embeddings, averaged over pairs."
+    # whether its loss takes more than two views: None, yes for TwoViewMethod's own loss (every
+    # pair, averaged), no for a loss of a subclass's own; a subclass sets True or False to say
+    many_views: bool | None = None
+
     def __init__(self,
                  encoder: nn.Module, # (B, C, H, W) -> (B, F) features
                  head: nn.Module, # (B, F) -> (B, D) embeddings
@@ -176,11 +182,22 @@ class TwoViewMethod(ContrastiveMethod):
         self.encoder, self.head = check_module(encoder, 'encoder'), check_module(head, 'head')
         self.options = check_options(self.Options() if options is None else options,
                                      self.Options)
-        self.setup = setup
+        self.setup, self.n_views = setup, 2 if setup is None else setup.n_views
+        if self.n_views < 2:
+            raise ValueError(f"{type(self).__name__} compares views: the run's views must be at "
+                             f"least 2, got {self.n_views}")
+        if self.n_views != 2 and not type(self).takes_many_views():
+            raise ValueError(f"{type(self).__name__} takes two views a step: the run's views must "
+                             f"be 2, got {self.n_views}")
+
+    @classmethod
+    def takes_many_views(cls) -> bool:
+        "Whether its loss reads more than two views: TwoViewMethod's own, or one that says so."
+        return cls.loss is TwoViewMethod.loss if cls.many_views is None else cls.many_views
 
     def loss(self, batch: Batch) -> Tensor:
-        z1, z2 = (self.embed(self.encoder, self.head, v) for v in self.check_views(batch))
-        return self.pair_loss(z1, z2, batch)
+        z = [self.embed(self.encoder, self.head, v) for v in self.check_views(batch)]
+        return mean_over_pairs(lambda i, j: self.pair_loss(z[i], z[j], batch), len(z))
 
     def pair_loss(self,
                   z1: Tensor, # (B, D) embeddings of the first views
@@ -189,6 +206,16 @@ class TwoViewMethod(ContrastiveMethod):
                  ) -> Tensor: # scalar loss
         "The loss of the two views' embeddings."
         raise NotImplementedError(f"{type(self).__name__} must define pair_loss(z1, z2, batch)")
+
+def mean_over_pairs(
+    loss: Callable[[int, int], Tensor], # (i, j) -> the scalar loss of views i and j
+    n_views: int, # views of each source, at least 2
+) -> Tensor: # scalar: loss(0, 1) itself for two views
+    "A two-view loss averaged over every pair i < j of `n_views` views: a simple multi-view form."
+    check_type(loss, 'loss', Callable, 'callable')
+    n_views = check_int(n_views, 'n_views', low=2)
+    losses = [loss(i, j) for i, j in itertools.combinations(range(n_views), 2)]
+    return losses[0] if len(losses) == 1 else torch.stack(losses).mean()
 
 def check_options(
     options, # a method's settings

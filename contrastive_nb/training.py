@@ -33,7 +33,7 @@ from .evaluate import embed, knn_accuracy
 from .launch import DEVICES, Processes, cpu_threads, select_device, world
 from .loop import (Callback, History, ImageBatches, Loop, Monitors, Progress,
                                  SkipValueChecks, format_seconds)
-from .methods import (ContrastiveMethod, MethodOptions, MethodSetup,
+from .methods import (ContrastiveMethod, MethodOptions, MethodSetup, TwoViewMethod,
                                     method_spec, settings_from_dict)
 from .models import NORMS, ProjectionHead, SmallCNN, resnet18_small
 from .optim import LARS, SCHEDULES, lr_factor
@@ -95,6 +95,7 @@ class TrainConfig:
     head_hidden: int = 256 # projection head: hidden width
     embed_dim: int = 128 # projection head: embedding length
     batch_size: int = 64 # sources per step
+    views: int = 2 # views of each source a step (more: a two-view loss averaged over pairs)
     epochs: int = 10 # passes over the training images
     optimizer: str = 'adam' # adam, adamw, sgd (momentum 0.9) or lars (LARS-style SGD)
     lr: float = 1e-3 # peak learning rate
@@ -174,6 +175,7 @@ def _check_ranges(c: TrainConfig) -> None:
         check_positive_int(getattr(c, name), name)
     for name in ('n_train', 'n_test', 'warmup_epochs', 'threads', 'knn_every', 'checkpoint_every'):
         check_int(getattr(c, name), name, low=0)
+    if c.views != 2: _check_views(c)
     if c.batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {c.batch_size}: a source "
                          "needs other sources as negatives, and BatchNorm needs two rows")
@@ -191,6 +193,19 @@ def _check_ranges(c: TrainConfig) -> None:
     if c.dataset in ('cifar10', 'stl10') and not c.data_root:
         raise ValueError(f"dataset {c.dataset!r} needs data_root: the folder that holds "
                          "its files in torchvision's format (nothing is downloaded)")
+
+def _check_views(c: TrainConfig) -> None:
+    "Other than two views: for a two-view method whose loss is averaged over every pair."
+    builder = method_spec(c.method).builder
+    if not (isinstance(builder, type) and issubclass(builder, TwoViewMethod)
+            and builder.takes_many_views()):
+        n = getattr(builder, 'n_views', 2)
+        raise ValueError(f"views = {c.views}: method {c.method!r} takes {n} "
+                         f"view{'s' * (n != 1)} a step; other counts are for "
+                         "two-view losses averaged over every pair of views (simclr and its "
+                         "variants but xbm, simsiam, byol, barlow_twins, vicreg)")
+    check_int(c.views, 'views', low=2)
+
 
 # %% ../nbs/09_training.ipynb #3d52fba8
 def _build_modules(config: TrainConfig) -> tuple[nn.Module, nn.Module]:
@@ -389,7 +404,7 @@ class Trainer:
         self.policy, self.steps_per_epoch = c.augment, len(train) // c.batch_size
         setup = MethodSetup(n_train=len(train), batch_size=self.local_batch, embed_dim=c.embed_dim,
                             seed=c.seed, world_size=self.world_size, n_classes=len(train.classes),
-                            total_steps=c.epochs * self.steps_per_epoch)
+                            total_steps=c.epochs * self.steps_per_epoch, n_views=c.views)
         self.method, self.encoder, self.method_file = _build_method(c, setup)
         self.method.to(self.device)
         if c.channels_last: self.method.to(memory_format=torch.channels_last)

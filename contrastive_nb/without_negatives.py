@@ -18,7 +18,8 @@ from torch import Tensor, nn
 from ._checks import (check_bool, check_int, check_number, check_positive_int,
                                     check_probability, check_tensor)
 from .distributed import all_gather_with_grad
-from .methods import Batch, MethodOptions, TwoViewMethod, register_method
+from .methods import (Batch, MethodOptions, TwoViewMethod, mean_over_pairs,
+                                    register_method)
 from .moco import momentum_update, output_dim
 
 # %% auto #0
@@ -221,12 +222,14 @@ class SimSiamOptions(MethodOptions):
     predictor: bool = True # False: no predictor, p = z (the ablation that collapses)
     stop_gradient: bool = True # False: the targets get a gradient (the ablation that collapses)
     fixed_predictor_lr: bool = True # the predictor's rate stays at lr, whatever the schedule
+    projector_bn: bool = False # True: the head ends in a BatchNorm without affine (Chen & He's)
 
     def __post_init__(self):
         self._store(predictor_hidden=check_positive_int(self.predictor_hidden, 'predictor_hidden'),
                     predictor=check_bool(self.predictor, 'predictor'),
                     stop_gradient=check_bool(self.stop_gradient, 'stop_gradient'),
-                    fixed_predictor_lr=check_bool(self.fixed_predictor_lr, 'fixed_predictor_lr'))
+                    fixed_predictor_lr=check_bool(self.fixed_predictor_lr, 'fixed_predictor_lr'),
+                    projector_bn=check_bool(self.projector_bn, 'projector_bn'))
 
 class SimSiam(TwoViewMethod):
     "SimSiam (Chen & He 2021): predict the other view's embedding, which gets no gradient."
@@ -236,6 +239,8 @@ class SimSiam(TwoViewMethod):
                  options: SimSiamOptions | None = None, setup=None):
         super().__init__(encoder, head, options, setup)
         o = self.options
+        if o.projector_bn:  # each dimension of z centred and unit-scaled over the batch
+            self.head = nn.Sequential(head, nn.BatchNorm1d(output_dim(head), affine=False))
         self.predictor = (PredictionHead(output_dim(head), o.predictor_hidden) if o.predictor
                           else nn.Identity())
 
@@ -267,7 +272,7 @@ class BYOLOptions(MethodOptions):
 
 class BYOL(TwoViewMethod):
     "BYOL (Grill et al. 2020): the online network predicts a slow-moving target network."
-    Options = BYOLOptions
+    Options, many_views = BYOLOptions, True  # its loss reads every view
 
     def __init__(self, encoder: nn.Module, head: nn.Module,
                  options: BYOLOptions | None = None, setup=None):
@@ -285,12 +290,13 @@ class BYOL(TwoViewMethod):
         return byol_momentum(min(int(self.steps), total), total, o.base_momentum, o.final_momentum)
 
     def loss(self, batch: Batch) -> Tensor:
-        v1, v2 = self.check_views(batch)
+        views = self.check_views(batch)
         with self.autocast():
-            p1, p2 = (self.predictor(self.head(self.encoder(v))).float() for v in (v1, v2))
+            p = [self.predictor(self.head(self.encoder(v))).float() for v in views]
         with torch.no_grad():
-            t1, t2 = (self.embed(self.target_encoder, self.target_head, v) for v in (v1, v2))
-        return byol_loss(p1, t1, p2, t2, check_values=self.check_values)
+            t = [self.embed(self.target_encoder, self.target_head, v) for v in views]
+        return mean_over_pairs(lambda i, j: byol_loss(p[i], t[i], p[j], t[j],
+                                                      check_values=self.check_values), len(views))
 
     @torch.no_grad()
     def after_step(self) -> None:

@@ -85,6 +85,7 @@ def cases():
                           Case(lambda view1, view2: toy().loss_backward(batch(view1, view2)),
                                dict(view1=images(), view2=images(seed=1)), 'loss_backward',
                                aliases={'view1': view_names, 'view2': view_names})],
+        'mean_over_pairs': [Case(m.mean_over_pairs, dict(loss=lambda i, j: torch.tensor(float(i + j)), n_views=3))],
         'check_options': [Case(m.check_options, dict(options=ToyOptions(), cls=ToyOptions))],
         'MethodSpec': [Case(lambda encoder, head, options: spec.build(encoder, head, options, _setup(m)),
                             dict(encoder=_encoder_head()[0], head=_encoder_head()[1], options=ToyOptions()),

@@ -429,6 +429,24 @@ def test_a_recipes_method_takes_its_options_after_recipe(tmp_path, capsys, monke
               '--options.queue-size', '64'])
     assert 'unrecognized arguments: --options.queue-size 64' in capsys.readouterr().err
 
+def test_a_methods_own_recipe_comes_before_the_datasets(tmp_path, capsys, monkeypatch, built):
+    "--method M --recipe best reads shapes/M.toml's best where M has one, else shapes.toml's; its options too."
+    monkeypatch.chdir(tmp_path)
+    for argv in (['--method', 'simsiam'], ['--method', 'moco'], []):
+        assert run_main(capsys, 'train', *argv, '--recipe', 'best')[0] == 2
+    own, shared, simclr = built
+    assert own == TrainConfig.from_dict(recipe('best', 'shapes', 'simsiam')) != TrainConfig.from_dict(
+        {**recipe('best'), 'method': 'simsiam'})
+    assert own.options.projector_bn and own.optimizer == 'sgd'  # SimSiam's own, not SimCLR's Adam
+    assert shared == TrainConfig.from_dict({**recipe('best'), 'method': 'moco'}) and shared.optimizer == 'adam'
+    assert simclr == TrainConfig.from_dict(recipe('best', 'shapes', 'simclr'))
+    # METHOD/NAME names the method's recipe whatever --method says; the option over the recipe's
+    assert run_main(capsys, 'train', '--recipe', 'simsiam/best', '--options.projector-bn', 'false')[0] == 2
+    assert built[-1].method == 'simsiam' and not built[-1].options.projector_bn and built[-1].lr == own.lr
+    code, _, err = run_main(capsys, 'train', '--dataset', 'cifar10', '--method', 'simclr', '--recipe',
+                            'lightly-moco')
+    assert code == 2 and "'lightly-moco' is the recipe of moco" in err and len(err.strip().splitlines()) == 1
+
 def test_a_recipe_of_another_dataset_or_of_none_is_named_before_its_options(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run_main(capsys, 'train', '--recipe', 'lightly-moco', '--options.queue-size', '1024')

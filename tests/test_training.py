@@ -123,7 +123,8 @@ CHANGED = {'simclr': dict(temperature=0.3, chunk_size=3),
            'false_negative': dict(temperature=0.3, mode='attract', flag='labels', k=2),
            'supervised': dict(),  # no settings of its own
            'simclr_global': dict(temperature=0.3, grad_cache_chunk=4, chunk_size=3, gather='no_grad'),
-           'simsiam': dict(predictor_hidden=6, predictor=False, stop_gradient=False, fixed_predictor_lr=False),
+           'simsiam': dict(predictor_hidden=6, predictor=False, stop_gradient=False, fixed_predictor_lr=False,
+                           projector_bn=True),
            'byol': dict(predictor_hidden=12, base_momentum=0.9, final_momentum=0.95),
            'barlow_twins': dict(lambda_=0.02),
            'vicreg': dict(invariance=20.0, variance=15.0, covariance=2.0, gamma=0.8)}
@@ -174,6 +175,8 @@ def lesson_loss(name: str, method, batch: Batch, options: dict) -> torch.Tensor:
         flagged = pair_masks(batch.labels)[0] if o.flag == 'labels' else detect_false_negatives(z1, z2, o.k)
         return false_negative_loss(z1, z2, flagged, o.temperature, o.mode)
     if name == 'simsiam':  # lesson 13's: the predictor of each embedding against the other's
+        if o.projector_bn:  # Chen & He's projector: the head, then a BatchNorm without affine
+            z1, z2 = (F.batch_norm(method.head[0](method.encoder(v)), None, None, training=True) for v in views)
         return simsiam_loss(method.predictor(z1), z1, method.predictor(z2), z2, o.stop_gradient)
     if name == 'byol':  # against the target's projections of the other view
         t1, t2 = (method.target_head(method.target_encoder(v)) for v in views)
