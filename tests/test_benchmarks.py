@@ -74,3 +74,20 @@ def test_siglip_benchmark_runs_every_arm(mode):
         assert all(0 <= v <= 1 for v in scores.values())
     assert any(k.startswith('siglip - clip, batch 8') for k in result['verdicts'])
     assert any(k.startswith('clip - untrained, batch 16') for k in result['verdicts'])
+
+@pytest.mark.slow
+def test_methods_benchmark_measures_each_method_at_its_recipe(tmp_path):
+    "Issue 43's table at tiny sizes: each method's run, its probe and baselines, and the paired column against SimCLR."
+    methods = ['simclr', 'simsiam', 'supervised']
+    out = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'methods_bench.py'), '--quick', '--methods',
+                          *methods], capture_output=True, text=True, timeout=600,
+                         env={**__import__('os').environ, 'METHODS_BENCH_CACHE': str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert list(result['runs']) == methods and not list(tmp_path.iterdir())  # --quick caches nothing
+    for method in methods:
+        run, = result['runs'][method]
+        assert run['method'] == method and run['steps'] > 0 and run['pixels_vote_k'] in (1, 3, 5, 7, 9)
+        assert all(0 <= run[k] <= 1 for k in ('test_knn', 'probe', 'untrained_knn', 'raw_pixels_knn', 'pixels_vote'))
+    assert result['runs']['simsiam'][0]['views'] == 4  # SimSiam's own recipe, not SimCLR's
+    assert '| supervised (labels) |' in out.stdout

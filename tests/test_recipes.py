@@ -59,3 +59,11 @@ def test_a_tiny_run_of_each_recipe_has_a_finite_loss_that_falls(method, seed, th
     if method in QUEUES: return
     first, last = sum(losses[:6]) / 6, sum(losses[-6:]) / 6
     assert last < first - max(0.02 * abs(first), 0.02), (first, last)
+
+def test_views_other_than_two_are_for_two_view_losses_only():
+    assert TrainConfig(method='simclr', views=3).views == 3  # NT-Xent averaged over the three pairs
+    refused = (('moco', '2 views'), ('memory_bank', '1 view '), ('xbm', '2 views'), ('supervised', '1 view '))
+    for method, takes in refused:
+        with pytest.raises(ValueError, match=f"views = 4: method '{method}' takes {takes}"):
+            TrainConfig(method=method, views=4)
+    with pytest.raises(ValueError, match='views must lie in'): TrainConfig(method='simsiam', views=1)
