@@ -188,13 +188,15 @@ def main() -> None:
     methods = args.methods or list(BUILTIN_METHODS)  # in lesson order
     seeds = args.seeds[:1] if args.quick else args.seeds
     torch.set_num_threads(args.threads)
-    print(f"# {date.today()}, {cpu()}, {args.threads} thread(s) a run, torch {torch.__version__}, "
+    print(f"# {date.today()}, {cpu()}, torch {torch.__version__}, "
           f"{args.dataset}, recipe {args.recipe}{' (--quick: not a measurement)' if args.quick else ''}")
     rows = {}
     with tempfile.TemporaryDirectory() as folder:
         for method in methods:
             found = [result(args.dataset, method, s, args, Path(folder)) for s in seeds]
             rows[method] = [r for r in found if r is not None]
+    threads = sorted({r.get('threads', args.threads) for runs in rows.values() for r in runs})
+    print(f"# the runs: {' or '.join(map(str, threads)) or args.threads} thread(s) each")
     print('\n'.join(table(rows)))
     print(json.dumps({'dataset': args.dataset, 'recipe': args.recipe, 'seeds': seeds, 'quick': args.quick,
                       'runs': {m: [{k: v for k, v in r.items() if k != 'settings'} for r in runs]
