@@ -42,19 +42,25 @@ def test_recipes_benchmark_runs_each_cpu_recipe_through_the_command_line():
 
 @pytest.mark.slow
 def test_fashion_benchmark_runs_every_arm_on_shared_seeds():
-    "Issue 27's comparison at tiny sizes (the Debian package's first images, or a fixture where it is missing)."
+    "Label efficiency at tiny sizes (the Debian package's first images, or a fixture where it is missing)."
     result = quick_ratios('fashion_bench.py')
     assert result['quick'] and result['seeds'] == [0, 1] and [r['seed'] for r in result['runs']] == [0, 1]
     assert 0.1 <= result['summary']['raw_knn'] <= 1
     for run in result['runs']:
-        assert run['steps'] > 0 and 0 <= run['simclr_knn'] <= 1 and 0 <= run['supervised_knn'] <= 1
-        n_labels = [run['scratch'][f]['n_labels'] for f in ('0.01', '0.1', '1.0')]
+        assert run['method'] == result['method'] and run['steps'] > 0
+        assert 0 <= run['pretrained_knn'] <= 1 and 0 <= run['untrained_knn'] <= 1
+        n_labels = [run['probe'][f]['n_labels'] for f in ('0.01', '0.1', '1.0')]
         assert n_labels[0] < n_labels[1] < n_labels[2] and n_labels[0] >= 10  # at least one label per class
         for fraction in ('0.01', '0.1', '1.0'):
-            assert 0 <= run['probe'][fraction]['test_acc'] <= 1 and 0 <= run['scratch'][fraction]['test_acc'] <= 1
-            assert run['probe'][fraction]['weight_decay'] > 0
-        assert run['scratch']['1.0']['steps'] == run['steps']  # the supervised arm: the pretraining's steps
-    assert set(result['summary']['probe_minus_scratch']) == {'0.01', '0.1', '1.0'}
+            for arm in ('probe', 'untrained_probe'):  # the control: the same probe on the untrained encoder
+                assert 0 <= run[arm][fraction]['test_acc'] <= 1 and run[arm][fraction]['weight_decay'] > 0
+        for fraction in ('0.01', '0.1'):  # from scratch: a setting of the grid, chosen on validation
+            scratch = run['scratch'][fraction]
+            assert 0 <= scratch['test_acc'] <= 1 and scratch['n_labels'] == run['probe'][fraction]['n_labels']
+            assert len(scratch['val_by_setting']) == 2 and 0 < scratch['steps'] <= scratch['of_steps']
+            assert abs(scratch['val_acc'] - max(scratch['val_by_setting'].values())) < 1e-4  # rounded
+    assert set(result['summary']['probe_minus_scratch']) == {'0.01', '0.1'}
+    assert set(result['summary']['probe_minus_untrained_probe']) == {'0.01', '0.1', '1.0'}
 
 @pytest.mark.slow
 @pytest.mark.parametrize('mode', ['--quick', '--estimate'])
@@ -89,5 +95,26 @@ def test_methods_benchmark_measures_each_method_at_its_recipe(tmp_path):
         run, = result['runs'][method]
         assert run['method'] == method and run['steps'] > 0 and run['pixels_vote_k'] in (1, 3, 5, 7, 9)
         assert all(0 <= run[k] <= 1 for k in ('test_knn', 'probe', 'untrained_knn', 'raw_pixels_knn', 'pixels_vote'))
+        assert all(0 <= run[f'{k}_all'] <= 1 for k in ('test_knn', 'untrained_knn', 'raw_pixels_knn'))  # whole bank
     assert result['runs']['simsiam'][0]['views'] == 4  # SimSiam's own recipe, not SimCLR's
     assert '| supervised (labels) |' in out.stdout
+
+def test_methods_benchmark_takes_the_four_best_label_free_methods_of_shapes_to_other_datasets(tmp_path, monkeypatch):
+    "On Fashion-MNIST: SimCLR, the four label-free methods best on Shapes (by mean test kNN over seeds 0-2), supervised."
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import methods_bench as bench
+    monkeypatch.setattr(bench, 'CACHE', tmp_path)  # a cache of made-up results
+    label_free = [m for m in bench.BUILTIN_METHODS if m not in bench.SUPERVISED]
+    score = {m: 0.3 + 0.01 * i for i, m in enumerate(label_free)}  # the later a method, the better
+    score.update(simclr=0.99, simclr_global=0.98, hcl=0.2)  # SimCLR and its copy are not candidates
+    for method in [*label_free, 'supcon']:
+        for seed in (0, 1, 2):
+            if method == label_free[-1] and seed == 2: continue  # a method without every seed is not ranked
+            values = bench.settings('shapes', method, seed, 'best', False, 2)
+            run = {'test_knn': score.get(method, 0.99) + 0.001 * seed}
+            (tmp_path / f"shapes-{method}-{seed}-{bench.key_of(values)}.json").write_text(json.dumps(run))
+    expected = [m for m in label_free[-2::-1] if m not in ('simclr', 'simclr_global')][:4]  # the last: no seed 2
+    assert bench.best_label_free(4) == expected and 'hcl' not in expected
+    assert bench.methods_of('fashion_mnist') == ['simclr', *expected, 'supervised']
+    assert bench.methods_of('shapes') == list(bench.BUILTIN_METHODS)
+    assert (bench.default_recipe('shapes'), bench.default_recipe('fashion_mnist')) == ('best', 'default')
