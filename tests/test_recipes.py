@@ -38,7 +38,7 @@ def test_every_image_method_has_a_best_recipe_on_shapes_with_one_network(method)
 
 def test_a_methods_own_recipes_are_read_by_name_and_method():
     own = [key for key in RECIPES['shapes'] if '/' in key]
-    assert {'xbm/best', 'simsiam/best', 'byol/best', 'vicreg/best'} <= set(own)
+    assert {'moco/best', 'xbm/best', 'simsiam/best', 'byol/best', 'vicreg/best'} <= set(own)
     for key in own:
         method, _, name = key.partition('/')
         assert recipe(name, 'shapes', method) == recipe(key, 'shapes') != recipe(name, 'shapes')
