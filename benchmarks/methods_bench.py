@@ -138,7 +138,8 @@ def run(values: dict, folder: Path) -> dict:
     vote, k = majority_vote(*(trainer.data[s] for s in ('train', 'val', 'test')))
     return {'method': config.method, 'dataset': config.dataset, 'seed': config.seed,
             'views': config.views, 'steps': report['step'], 'training_s': report['seconds'],
-            'wall_s': round(time.perf_counter() - start, 1), 'test_knn': report['test_knn'],
+            'wall_s': round(time.perf_counter() - start, 1), 'val_knn': report['val_knn'],
+            'test_knn': report['test_knn'],
             'probe': probe_acc, 'probe_decay': decay, 'pixels_vote': vote, 'pixels_vote_k': k,
             **report['baselines'], **whole_split_knn(trainer), 'settings': values, 'cpu': cpu(),
             'threads': config.threads, 'torch': torch.__version__, 'date': str(date.today())}
