@@ -100,7 +100,7 @@ def test_methods_benchmark_measures_each_method_at_its_recipe(tmp_path):
     assert '| supervised (labels) |' in out.stdout
 
 def test_methods_benchmark_takes_the_four_best_label_free_methods_of_shapes_to_other_datasets(tmp_path, monkeypatch):
-    "On Fashion-MNIST: SimCLR, the four label-free methods best on Shapes (by mean test kNN over seeds 0-2), supervised."
+    "On Fashion-MNIST: SimCLR, the four label-free methods best on Shapes (mean test kNN, seeds 0-2), supervised."
     monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
     import methods_bench as bench
     monkeypatch.setattr(bench, 'CACHE', tmp_path)  # a cache of made-up results

@@ -432,13 +432,13 @@ def test_a_recipes_method_takes_its_options_after_recipe(tmp_path, capsys, monke
 def test_a_methods_own_recipe_comes_before_the_datasets(tmp_path, capsys, monkeypatch, built):
     "--method M --recipe best reads shapes/M.toml's best where M has one, else shapes.toml's; its options too."
     monkeypatch.chdir(tmp_path)
-    for argv in (['--method', 'simsiam'], ['--method', 'moco'], []):
+    for argv in (['--method', 'simsiam'], ['--method', 'hcl'], []):
         assert run_main(capsys, 'train', *argv, '--recipe', 'best')[0] == 2
     own, shared, simclr = built
     assert own == TrainConfig.from_dict(recipe('best', 'shapes', 'simsiam')) != TrainConfig.from_dict(
         {**recipe('best'), 'method': 'simsiam'})
     assert own.options.projector_bn and own.optimizer == 'sgd'  # SimSiam's own, not SimCLR's Adam
-    assert shared == TrainConfig.from_dict({**recipe('best'), 'method': 'moco'}) and shared.optimizer == 'adam'
+    assert shared == TrainConfig.from_dict({**recipe('best'), 'method': 'hcl'}) and shared.optimizer == 'adam'
     assert simclr == TrainConfig.from_dict(recipe('best', 'shapes', 'simclr'))
     # METHOD/NAME names the method's recipe whatever --method says; the option over the recipe's
     assert run_main(capsys, 'train', '--recipe', 'simsiam/best', '--options.projector-bn', 'false')[0] == 2
