@@ -35,7 +35,7 @@ def cases():
                                                  gamma=1.0, eps=1e-4))],
         'PredictionHead': [Case(w.PredictionHead, dict(dim=4, hidden=2))],
         'SimSiamOptions': [Case(w.SimSiamOptions, dict(predictor_hidden=2, predictor=True, stop_gradient=True,
-                                                       fixed_predictor_lr=True))],
+                                                       fixed_predictor_lr=True, projector_bn=False))],
         'BYOLOptions': [Case(w.BYOLOptions, dict(predictor_hidden=8, base_momentum=0.99, final_momentum=1.0))],
         'BarlowTwinsOptions': [Case(w.BarlowTwinsOptions, dict(lambda_=0.0051))],
         'VICRegOptions': [Case(w.VICRegOptions, dict(invariance=25.0, variance=25.0, covariance=1.0, gamma=1.0))],
